@@ -1,0 +1,96 @@
+// The names of enum values as users write them ("seq-cls", "adamw-fused"),
+// shared by the CLI, JSON output and error messages.
+#pragma once
+
+#include <anatomy/dtype.hpp>
+#include <anatomy/model.hpp>
+#include <anatomy/recipe.hpp>
+
+#include <array>
+#include <optional>
+#include <string_view>
+#include <utility>
+
+namespace anatomy {
+
+template <class Enum>
+struct enum_names;  // specialized below: `table` maps each value to its name
+
+template <class Enum>
+concept NamedEnum = requires { enum_names<Enum>::table; };
+
+template <>
+struct enum_names<architecture> {
+    static constexpr std::string_view what = "model_type";
+    static constexpr std::array<std::pair<architecture, std::string_view>, 8> table{{
+        {architecture::bert, "bert"}, {architecture::roberta, "roberta"}, {architecture::distilbert, "distilbert"},
+        {architecture::gpt2, "gpt2"}, {architecture::llama, "llama"}, {architecture::mistral, "mistral"},
+        {architecture::qwen2, "qwen2"}, {architecture::t5, "t5"}}};
+};
+
+template <>
+struct enum_names<task> {
+    static constexpr std::string_view what = "task";
+    static constexpr std::array<std::pair<task, std::string_view>, 3> table{
+        {{task::causal_lm, "causal-lm"}, {task::seq_cls, "seq-cls"}, {task::seq2seq, "seq2seq"}}};
+};
+
+template <>
+struct enum_names<dtype> {
+    static constexpr std::string_view what = "dtype";
+    static constexpr std::array<std::pair<dtype, std::string_view>, 3> table{
+        {{dtype::fp32, "fp32"}, {dtype::bf16, "bf16"}, {dtype::fp16, "fp16"}}};
+};
+
+template <>
+struct enum_names<autocast_mode> {
+    static constexpr std::string_view what = "autocast";
+    static constexpr std::array<std::pair<autocast_mode, std::string_view>, 3> table{
+        {{autocast_mode::off, "off"}, {autocast_mode::fp16, "fp16"}, {autocast_mode::bf16, "bf16"}}};
+};
+
+template <>
+struct enum_names<master_weights> {
+    static constexpr std::string_view what = "master weights";
+    static constexpr std::array<std::pair<master_weights, std::string_view>, 2> table{
+        {{master_weights::none, "none"}, {master_weights::fp32, "fp32"}}};
+};
+
+template <>
+struct enum_names<optimizer_kind> {
+    static constexpr std::string_view what = "optimizer";
+    static constexpr std::array<std::pair<optimizer_kind, std::string_view>, 9> table{{
+        {optimizer_kind::adamw, "adamw"},
+        {optimizer_kind::adamw_fused, "adamw-fused"},
+        {optimizer_kind::adamw_forloop, "adamw-forloop"},
+        {optimizer_kind::sgd, "sgd"},
+        {optimizer_kind::sgd_momentum, "sgd-momentum"},
+        {optimizer_kind::adafactor, "adafactor"},
+        {optimizer_kind::adam8bit, "adam8bit"},
+        {optimizer_kind::lion, "lion"},
+        {optimizer_kind::none, "none"},
+    }};
+};
+
+template <>
+struct enum_names<attention_kernel> {
+    static constexpr std::string_view what = "attention";
+    static constexpr std::array<std::pair<attention_kernel, std::string_view>, 2> table{
+        {{attention_kernel::sdpa, "sdpa"}, {attention_kernel::eager, "eager"}}};
+};
+
+template <NamedEnum Enum>
+constexpr std::string_view name_of(Enum value) {
+    for (const auto& [v, name] : enum_names<Enum>::table)
+        if (v == value) return name;
+    throw error("anatomy::name_of: value has no name");
+}
+
+template <NamedEnum Enum>
+constexpr std::optional<Enum> parse_name(std::string_view name) {
+    for (const auto& [v, n] : enum_names<Enum>::table)
+        if (n == name) return v;
+    return std::nullopt;
+}
+
+}  // namespace anatomy

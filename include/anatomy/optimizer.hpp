@@ -1,0 +1,83 @@
+// Optimizer state per parameter tensor, as each implementation allocates it.
+#pragma once
+
+#include <anatomy/bytes.hpp>
+#include <anatomy/detail/static_vector.hpp>
+#include <anatomy/dtype.hpp>
+#include <anatomy/op.hpp>
+#include <anatomy/recipe.hpp>
+
+namespace anatomy {
+
+namespace detail {
+// bitsandbytes keeps fp32 state for tensors below `min_8bit_size` and one fp32
+// absmax per block of 256 elements for the others.
+inline constexpr std::uint64_t adam8bit_min_size = 4096;
+inline constexpr std::uint64_t adam8bit_block = 256;
+}  // namespace detail
+
+// The state tensors that `kind` allocates for one parameter tensor whose state
+// is kept in `state_type` (the parameter's dtype, or fp32 when a master copy is
+// updated), one entry per allocation.
+constexpr detail::static_vector<bytes, 4> optimizer_state_tensors(optimizer_kind kind, param_tensor tensor,
+                                                                   dtype state_type) {
+    const std::uint64_t n = tensor.numel();
+    const bytes elem = size_of(state_type);
+    const bytes fp32 = size_of(dtype::fp32);
+    detail::static_vector<bytes, 4> state;
+    switch (kind) {
+        case optimizer_kind::none:
+        case optimizer_kind::sgd: break;
+        case optimizer_kind::sgd_momentum:  // momentum_buffer
+        case optimizer_kind::lion:          // exp_avg
+            state.push_back(n * elem);
+            break;
+        case optimizer_kind::adamw:
+        case optimizer_kind::adamw_forloop:  // exp_avg, exp_avg_sq; `step` stays a CPU scalar
+            state.push_back(n * elem);
+            state.push_back(n * elem);
+            break;
+        case optimizer_kind::adamw_fused:  // fused keeps `step` as an fp32 scalar on the device
+            state.push_back(n * elem);
+            state.push_back(n * elem);
+            state.push_back(fp32);
+            break;
+        case optimizer_kind::adafactor:
+            // Adafactor upcasts half gradients before creating state, so its state is fp32.
+            if (tensor.is_matrix()) {
+                state.push_back(tensor.rows * fp32);  // exp_avg_sq_row
+                state.push_back(tensor.cols * fp32);  // exp_avg_sq_col
+            } else {
+                state.push_back(n * fp32);  // exp_avg_sq
+            }
+            break;
+        case optimizer_kind::adam8bit:
+            if (n < detail::adam8bit_min_size) {
+                state.push_back(n * fp32);
+                state.push_back(n * fp32);
+            } else {
+                const bytes absmax = detail::ceil_div(n, detail::adam8bit_block) * fp32;
+                state.push_back(n * size_of(dtype::uint8));
+                state.push_back(n * size_of(dtype::uint8));
+                state.push_back(absmax);
+                state.push_back(absmax);
+            }
+            break;
+    }
+    return state;
+}
+
+constexpr bytes optimizer_state(optimizer_kind kind, param_tensor tensor, dtype state_type) {
+    bytes sum{};
+    for (bytes b : optimizer_state_tensors(kind, tensor, state_type)) sum += b;
+    return sum;
+}
+
+// bitsandbytes' two 256-entry fp32 quantization maps, shared by every tensor
+// that has 8-bit state.
+constexpr bytes optimizer_shared_state(optimizer_kind kind, param_tensor largest_tensor) {
+    const bool quantized = kind == optimizer_kind::adam8bit && largest_tensor.numel() >= detail::adam8bit_min_size;
+    return quantized ? 2 * (256 * size_of(dtype::fp32)) : 0 * B;
+}
+
+}  // namespace anatomy

@@ -1,0 +1,89 @@
+// The recipe: how a model is trained or served.
+#pragma once
+
+#include <anatomy/dtype.hpp>
+#include <anatomy/error.hpp>
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+namespace anatomy {
+
+enum class autocast_mode { off, fp16, bf16 };
+
+// `fp32`: the model is kept in half precision and the optimizer updates an
+// fp32 master copy with fp32 gradients (Apex O2, DeepSpeed fp16/bf16).
+enum class master_weights { none, fp32 };
+
+enum class optimizer_kind {
+    adamw,          // torch.optim.AdamW, foreach implementation (the CUDA default)
+    adamw_fused,    // torch.optim.AdamW(fused=True)
+    adamw_forloop,  // torch.optim.AdamW(foreach=False)
+    sgd,
+    sgd_momentum,
+    adafactor,      // transformers.optimization.Adafactor: factored second moment, no first moment
+    adam8bit,       // bitsandbytes.optim.Adam8bit, blockwise
+    lion,
+    none,           // inference: no gradients, no state
+};
+
+enum class attention_kernel { sdpa, eager };
+
+struct lora_config {
+    std::uint64_t rank = 0;  // 0: no LoRA
+    // Module names as peft matches them: a module is adapted when its path is
+    // a name here or ends with "." + a name here.
+    std::array<std::string_view, 8> targets{};
+
+    constexpr bool enabled() const { return rank > 0; }
+    constexpr std::size_t target_count() const {
+        std::size_t n = 0;
+        for (const std::string_view& t : targets) n += t.empty() ? 0 : 1;
+        return n;
+    }
+    constexpr bool targets_module(std::string_view path) const {
+        for (const std::string_view& t : targets) {
+            if (t.empty()) continue;
+            if (path == t) return true;
+            if (path.size() > t.size() && path.substr(path.size() - t.size()) == t &&
+                path[path.size() - t.size() - 1] == '.')
+                return true;
+        }
+        return false;
+    }
+};
+
+struct recipe {
+    dtype weights = dtype::fp32;
+    autocast_mode autocast = autocast_mode::off;
+    master_weights master = master_weights::none;
+    optimizer_kind optimizer = optimizer_kind::adamw;
+    std::uint64_t grad_accum = 1;
+    bool grad_checkpointing = false;
+    attention_kernel attention = attention_kernel::sdpa;
+    lora_config lora{};
+    bool inference = false;
+    bool kv_cache = false;  // inference with use_cache=True
+};
+
+constexpr void validate(const recipe& r) {
+    detail::require(r.weights == dtype::fp32 || r.weights == dtype::bf16 || r.weights == dtype::fp16,
+                    "anatomy::validate(recipe): weights must be fp32, bf16 or fp16");
+    detail::require(r.master == master_weights::none || is_half(r.weights),
+                    "anatomy::validate(recipe): an fp32 master copy needs bf16 or fp16 weights");
+    detail::require(!r.inference || r.optimizer == optimizer_kind::none,
+                    "anatomy::validate(recipe): inference takes optimizer none");
+    detail::require(r.inference || r.optimizer != optimizer_kind::none,
+                    "anatomy::validate(recipe): training needs an optimizer; use inference for a forward pass only");
+    detail::require(!r.kv_cache || r.inference, "anatomy::validate(recipe): kv_cache needs inference");
+    detail::require(r.grad_accum >= 1, "anatomy::validate(recipe): grad_accum must be >= 1");
+    detail::require(!r.inference || (r.grad_accum == 1 && !r.grad_checkpointing),
+                    "anatomy::validate(recipe): inference takes no grad_accum or grad_checkpointing");
+    detail::require(!r.lora.enabled() || r.lora.target_count() > 0,
+                    "anatomy::validate(recipe): LoRA needs at least one target module");
+    detail::require(r.lora.enabled() || r.lora.target_count() == 0,
+                    "anatomy::validate(recipe): LoRA targets need a rank > 0");
+}
+
+}  // namespace anatomy

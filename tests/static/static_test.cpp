@@ -1,0 +1,36 @@
+// Static tests: this file passes by compiling. Each line is a claim the
+// library proves in constant evaluation, on the same code path as run time.
+#include <anatomy/anatomy.hpp>
+
+namespace {
+
+using namespace anatomy;
+
+static_assert(80 * GiB == 81920 * MiB);
+static_assert(parse_bytes("1.5GiB") == 1536 * MiB);
+static_assert(parse_bytes("80GB") == 80 * GB);
+
+static_assert(parameter_count(lower(presets::bert_large)) == 335143938);
+static_assert(parameter_count(lower(presets::llama_3_8b)) == 8030261248);
+static_assert(parameter_count(lower(presets::t5_small)) == 60506624);
+static_assert(presets::find("qwen2.5-0.5b").has_value());
+static_assert(!presets::find("gpt5").has_value());
+
+constexpr shape bert_shape{.batch = 4, .seq = 512};
+constexpr memory_estimate fp32_adamw = estimate(presets::bert_large, recipe{}, bert_shape);
+static_assert(total(fp32_adamw.ledger) == fp32_adamw.params * (16 * B));
+
+constexpr memory_estimate mixed = estimate(presets::bert_large, {.weights = dtype::fp16, .master = master_weights::fp32},
+                                           bert_shape);
+static_assert(total(mixed.ledger) == mixed.params * (18 * B));
+
+constexpr memory_estimate llama = estimate(presets::llama_3_8b, {.weights = dtype::bf16}, {.batch = 1, .seq = 4096});
+static_assert(fits_budget<llama.peak, 80 * GiB>());
+static_assert(!fits(llama.peak, 16 * GiB));
+
+static_assert(max_batch(presets::llama_3_8b, {.weights = dtype::bf16}, {.seq = 4096}, 16 * GiB) == 0);
+
+static_assert(name_of(optimizer_kind::adamw_fused) == "adamw-fused");
+static_assert(parse_name<attention_kernel>("eager") == attention_kernel::eager);
+
+}  // namespace
