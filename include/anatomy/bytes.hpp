@@ -18,7 +18,10 @@ namespace anatomy {
 struct bytes {
     // Public so that bytes is a structural type, usable as a template argument
     // (the compile-time budget check takes bytes as template parameters).
-    std::uint64_t count = 0;
+    // No default member initializer: large fixed-capacity arrays of structs
+    // holding bytes must be default-constructible without writing memory.
+    // `bytes{}` is zero.
+    std::uint64_t count;
 
     constexpr auto operator<=>(const bytes&) const = default;
 

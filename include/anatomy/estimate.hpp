@@ -10,6 +10,8 @@
 #include <anatomy/optimizer.hpp>
 #include <anatomy/recipe.hpp>
 #include <anatomy/shape.hpp>
+#include <anatomy/timeline.hpp>
+#include <anatomy/kernels.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -26,7 +28,8 @@ struct phase_peaks {
 struct memory_estimate {
     std::uint64_t params = 0;
     std::uint64_t trainable_params = 0;
-    memory_ledger ledger{};
+    memory_ledger model_state{};  // weights, gradients, master weights, optimizer state: exact bytes
+    memory_ledger ledger{};       // what is alive at the peak, entry by entry; sums to `peak`
     phase_peaks phases{};
     bytes peak{};      // the largest phase peak: what max_memory_allocated shows
     bytes reserved{};  // what the caching allocator holds at the peak
@@ -77,6 +80,228 @@ constexpr void check_lora_targets(const op_graph& graph, const recipe& r) {
 
 }  // namespace detail
 
+// The model state as the allocator holds it: logical bytes per ledger entry
+// and the same tensors rounded up to allocator blocks.
+struct state_count {
+    memory_ledger logical{};
+    bytes resident_blocks{};   // weights, master weights and optimizer state
+    bytes gradient_blocks{};
+    bytes step_temporaries{};  // optimizer.step() scratch
+};
+
+namespace detail {
+
+constexpr state_count count_model_state(const op_graph& graph, const recipe& r, memory_estimate& e) {
+    state_count st{};
+    memory_ledger& l = st.logical;
+    param_tensor largest{};
+    bytes largest_block{};
+    bytes largest_block_fp32{};
+    bytes all_state_typed{};
+    for_each_parameter(graph, r, [&](const parameter_tensor_group& p) {
+        const std::uint64_t n = checked_mul(p.tensor.numel(), p.copies);
+        e.params = checked_add(e.params, n);
+        const bytes weight = p.tensor.numel() * size_of(p.type);
+        l.weights += p.copies * weight;
+        st.resident_blocks += p.copies * block_size(weight);
+
+        const bool master = r.master == master_weights::fp32 && is_half(p.type) && (p.trainable || r.inference);
+        if (master) {
+            const bytes copy = p.tensor.numel() * size_of(dtype::fp32);
+            l.master_weights += p.copies * copy;
+            st.resident_blocks += p.copies * block_size(copy);
+        }
+        if (!p.trainable) return;
+        e.trainable_params = checked_add(e.trainable_params, n);
+        // Under a master copy, gradients reach the optimizer in fp32.
+        const dtype grad_type = master ? dtype::fp32 : p.type;
+        const bytes grad = p.tensor.numel() * size_of(grad_type);
+        l.gradients += p.copies * grad;
+        st.gradient_blocks += p.copies * block_size(grad);
+        for (bytes state : optimizer_state_tensors(r.optimizer, p.tensor, grad_type)) {
+            l.optimizer_state += p.copies * state;
+            st.resident_blocks += p.copies * block_size(state);
+        }
+        all_state_typed += p.copies * block_size(grad);
+        if (p.tensor.numel() > largest.numel()) {
+            largest = p.tensor;
+            largest_block = block_size(grad);
+            largest_block_fp32 = block_size(p.tensor.numel() * size_of(dtype::fp32));
+        }
+    });
+    const bytes shared_state = optimizer_shared_state(r.optimizer, largest);
+    l.optimizer_state += shared_state;
+    st.resident_blocks += block_size(shared_state);
+    st.step_temporaries = optimizer_step_temporaries(r.optimizer, all_state_typed, largest_block, largest_block_fp32);
+    return st;
+}
+
+// What one stage hands to the next: its output tensor.
+struct stage_handoff {
+    stage_input_info output{};
+    tensor_slot slot = no_slot;
+};
+
+constexpr stage_handoff handoff(const expansion& ex, const stage& st) {
+    const tensor_slot out = ex.op_output[st.ops.size() - 1];
+    tensor_slot root = out;
+    while (root >= 0 && ex.kernels[static_cast<std::size_t>(root)].alias)
+        root = ex.kernels[static_cast<std::size_t>(root)].in[0];
+    const kernel& k = ex.kernels[static_cast<std::size_t>(root)];
+    return {{k.out, k.type, k.requires_grad}, out};
+}
+
+constexpr bool reads_encoder(const stage& st) {
+    for (const op& o : st.ops)
+        for (op_input i : o.inputs)
+            if (i == encoder_output) return true;
+    return false;
+}
+
+// Running totals of a walk over stages: live bytes and the parameter
+// gradients among them, and both at the peak.
+struct running {
+    std::int64_t live = 0;
+    std::int64_t grads = 0;
+    std::int64_t peak = 0;
+    std::int64_t grads_at_peak = 0;
+
+    constexpr void note_peak(std::int64_t candidate, std::int64_t grads_then) {
+        if (candidate > peak) {
+            peak = candidate;
+            grads_at_peak = grads_then;
+        }
+    }
+    // `repeat` identical walks: the change per walk is constant, so the peak
+    // is in the first walk or in the last.
+    constexpr void repeat(const live_bytes& one, std::uint64_t times) {
+        const auto n = static_cast<std::int64_t>(times);
+        note_peak(live + one.peak, grads + one.grads_at_peak);
+        note_peak(live + (n - 1) * one.now + one.peak, grads + (n - 1) * one.grads + one.grads_at_peak);
+        live += n * one.now;
+        grads += n * one.grads;
+    }
+};
+
+struct step_peaks {
+    std::int64_t forward = 0;
+    std::int64_t backward = 0;
+    std::int64_t after_forward = 0;
+    std::int64_t grads_at_backward_peak = 0;  // parameter gradients alive at the backward peak
+};
+
+// Walks forward then backward over the stages, from `base` live bytes.
+// A run of identical layers. A block stage is one run, or two when its first
+// layer differs: its input needs no gradient (frozen embeddings under LoRA)
+// while every later layer's input does.
+struct layer_run {
+    stage_input_info input{};
+    std::uint64_t repeat = 0;
+};
+
+struct stage_plan {
+    std::array<layer_run, 2> runs{};
+    std::size_t run_count = 0;
+    stage_handoff out{};
+};
+
+constexpr stage_plan plan_stage(const stage& st, const model_spec& m, const recipe& r, const shape& s,
+                                stage_input_info input, stage_input_info encoder) {
+    stage_plan plan{};
+    const stage_handoff first = handoff(expand(st, m, r, s, input, encoder), st);
+    plan.out = first;
+    if (st.repeat > 1 && first.output.requires_grad != input.requires_grad) {
+        plan.runs[0] = {input, 1};
+        plan.runs[1] = {first.output, st.repeat - 1};
+        plan.run_count = 2;
+        plan.out = handoff(expand(st, m, r, s, first.output, encoder), st);
+    } else {
+        plan.runs[0] = {input, st.repeat};
+        plan.run_count = 1;
+    }
+    return plan;
+}
+
+// Walks forward then backward over the stages, from `base` live bytes.
+constexpr step_peaks walk_step(const op_graph& graph, const model_spec& m, const recipe& r, const shape& s,
+                               std::int64_t base, bool grads_exist) {
+    step_peaks p{};
+    running fwd{.live = base, .peak = base};
+    const bool training = !r.inference;
+    std::array<stage_plan, 12> plans{};
+    stage_input_info previous{};
+    stage_input_info encoder{};
+    std::int64_t autocast_cache = 0;
+    for (std::size_t i = 0; i < graph.stages.size(); ++i) {
+        const stage& st = graph.stages[i];
+        plans[i] = plan_stage(st, m, r, s, previous, encoder);
+        const bool checkpointed = training && r.grad_checkpointing && st.block;
+        // The model's forward keeps the embedding output in a local until its
+        // layers are done: only the first layer may free it.
+        const bool first_layers = st.block && i > 0 && !graph.stages[i - 1].block;
+        for (std::size_t k = 0; k < plans[i].run_count; ++k) {
+            const layer_run& run = plans[i].runs[k];
+            const expansion ex = expand(st, m, r, s, run.input, encoder);
+            stage_walk walk(ex.kernels, handoff(ex, st).slot, run.input, encoder);
+            const live_bytes one = walk.forward(training && !checkpointed, checkpointed);
+            const std::int64_t held = first_layers && k == 0 && walk.input_freed() && st.repeat > 1
+                                          ? live_bytes::signed_size(previous.size)
+                                          : 0;
+            fwd.live += held;
+            fwd.repeat(one, run.repeat);
+            fwd.live -= held;
+            autocast_cache += static_cast<std::int64_t>(run.repeat) * live_bytes::signed_size(walk.autocast_cache());
+        }
+        previous = plans[i].out.output;
+        if (st.encoder_output) encoder = previous;
+    }
+    fwd.live -= autocast_cache;  // autocast's region ends with the forward
+    p.forward = fwd.peak;
+    p.after_forward = fwd.live;
+    if (!training) return p;
+
+    running bwd{.live = fwd.live, .peak = fwd.live};
+    bool encoder_grad_allocated = false;
+    for (std::size_t i = graph.stages.size(); i-- > 0;) {
+        const stage& st = graph.stages[i];
+        if (i + 1 == graph.stages.size()) bwd.live += live_bytes::signed_size(plans[i].out.output.size);  // d(loss)
+        const bool encoder_grad = reads_encoder(st);
+        if (encoder_grad && !encoder_grad_allocated) {
+            // Every cross-attention adds into one gradient of the encoder output.
+            bwd.live += live_bytes::signed_size(encoder.size);
+            encoder_grad_allocated = true;
+        }
+        const bool checkpointed = r.grad_checkpointing && st.block;
+        for (std::size_t k = plans[i].run_count; k-- > 0;) {
+            const layer_run& run = plans[i].runs[k];
+            const expansion ex = expand(st, m, r, s, run.input, encoder);
+            const stage_handoff out = handoff(ex, st);
+            stage_walk walk(ex.kernels, out.slot, run.input, encoder);
+            live_bytes one{};
+            if (checkpointed) {
+                // Recompute the layer with autograd on, run its backward, then
+                // drop the recomputed output and the checkpoint's saved input.
+                const live_bytes recompute = walk.forward(true, true);
+                const live_bytes back = walk.backward(grads_exist, encoder_grad);
+                one = back;
+                one.peak = std::max(recompute.peak, recompute.now + back.peak);
+                one.grads_at_peak = recompute.peak > recompute.now + back.peak ? 0 : back.grads_at_peak;
+                one.now = recompute.now + back.now - live_bytes::signed_size(out.output.size) -
+                          live_bytes::signed_size(run.input.size);
+            } else {
+                (void)walk.forward(true, false);
+                one = walk.backward(grads_exist, encoder_grad);
+            }
+            bwd.repeat(one, run.repeat);
+        }
+    }
+    p.backward = bwd.peak;
+    p.grads_at_backward_peak = bwd.grads_at_peak;
+    return p;
+}
+
+}  // namespace detail
+
 constexpr memory_estimate estimate(const model_spec& model, const recipe& r, const shape& s) {
     validate(r);
     validate(s, model);
@@ -84,47 +309,37 @@ constexpr memory_estimate estimate(const model_spec& model, const recipe& r, con
     detail::check_lora_targets(graph, r);
 
     memory_estimate e{};
-    memory_ledger& l = e.ledger;
-    bytes persistent_blocks{};
-    param_tensor largest{};
-    for_each_parameter(graph, r, [&](const parameter_tensor_group& p) {
-        const std::uint64_t n = detail::checked_mul(p.tensor.numel(), p.copies);
-        e.params = detail::checked_add(e.params, n);
-        const bytes weight = p.tensor.numel() * size_of(p.type);
-        l.weights += p.copies * weight;
-        persistent_blocks += p.copies * block_size(weight);
-
-        const bool master = r.master == master_weights::fp32 && is_half(p.type) && (p.trainable || r.inference);
-        if (master) {
-            const bytes copy = p.tensor.numel() * size_of(dtype::fp32);
-            l.master_weights += p.copies * copy;
-            persistent_blocks += p.copies * block_size(copy);
-        }
-        if (!p.trainable) return;
-        e.trainable_params = detail::checked_add(e.trainable_params, n);
-        // Under a master copy, gradients reach the optimizer in fp32.
-        const dtype grad_type = master ? dtype::fp32 : p.type;
-        const bytes grad = p.tensor.numel() * size_of(grad_type);
-        l.gradients += p.copies * grad;
-        persistent_blocks += p.copies * block_size(grad);
-        for (bytes state : optimizer_state_tensors(r.optimizer, p.tensor, grad_type)) {
-            l.optimizer_state += p.copies * state;
-            persistent_blocks += p.copies * block_size(state);
-        }
-        if (p.tensor.numel() > largest.numel()) largest = p.tensor;
-    });
-    const bytes shared_state = optimizer_shared_state(r.optimizer, largest);
-    l.optimizer_state += shared_state;
-    persistent_blocks += block_size(shared_state);
-
-    // Model state only: activations and temporaries are not modelled yet.
-    const bytes resident = l.weights + l.master_weights + l.optimizer_state;
+    const state_count st = detail::count_model_state(graph, r, e);
+    e.model_state = st.logical;
+    const bool accumulating = r.grad_accum > 1;
     // Gradients of earlier micro-steps stay alive through later forwards.
-    e.phases.forward = r.grad_accum > 1 ? resident + l.gradients : resident;
-    e.phases.backward = r.inference ? 0 * B : resident + l.gradients;
-    e.phases.optimizer = r.inference ? 0 * B : resident + l.gradients;
+    const bytes forward_base = accumulating ? st.resident_blocks + st.gradient_blocks : st.resident_blocks;
+    const detail::step_peaks walk =
+        detail::walk_step(graph, model, r, s, detail::live_bytes::signed_size(forward_base), accumulating);
+
+    e.phases.forward = bytes{static_cast<std::uint64_t>(walk.forward)};
+    if (!r.inference) {
+        e.phases.backward = bytes{static_cast<std::uint64_t>(walk.backward)};
+        e.phases.optimizer = st.resident_blocks + st.gradient_blocks + st.step_temporaries;
+    }
     e.peak = std::max({e.phases.forward, e.phases.backward, e.phases.optimizer});
-    e.reserved = persistent_blocks;
+
+    memory_ledger& l = e.ledger;
+    l = st.logical;
+    const bool optimizer_peak = !r.inference && e.peak == e.phases.optimizer;
+    const bool backward_peak = !optimizer_peak && !r.inference && e.peak == e.phases.backward;
+    bytes grads_at_peak = accumulating ? st.gradient_blocks : bytes{};
+    if (optimizer_peak) grads_at_peak = st.gradient_blocks;
+    if (backward_peak && !accumulating) grads_at_peak = bytes{static_cast<std::uint64_t>(walk.grads_at_backward_peak)};
+    if (optimizer_peak) l.temporaries = st.step_temporaries;
+    // Gradients are reported as allocated (block-rounded) when only some exist.
+    l.gradients = grads_at_peak == st.gradient_blocks ? st.logical.gradients : grads_at_peak;
+    const bytes state_blocks = st.resident_blocks + grads_at_peak;
+    const bytes state_logical = l.weights + l.master_weights + l.optimizer_state + l.gradients;
+    l.allocator_rounding = state_blocks - state_logical;
+    // Whatever else is alive at the peak belongs to the step's tensors.
+    l.activations = e.peak - state_blocks - l.temporaries;
+    e.reserved = e.peak;
     return e;
 }
 

@@ -17,7 +17,9 @@ struct memory_ledger {
                         (bytes, gradients),
                         (bytes, master_weights),
                         (bytes, optimizer_state),
-                        (bytes, activations));
+                        (bytes, activations),          // tensors of the step alive at the peak
+                        (bytes, temporaries),          // the optimizer step's scratch tensors
+                        (bytes, allocator_rounding));  // model state rounded up to 512-byte blocks
 };
 
 // Calls f(std::string_view name, bytes value) for each entry, in order.

@@ -80,4 +80,27 @@ constexpr bytes optimizer_shared_state(optimizer_kind kind, param_tensor largest
     return quantized ? 2 * (256 * size_of(dtype::fp32)) : 0 * B;
 }
 
+// What one optimizer.step() allocates on top of the state, given the block
+// sizes of all trainable tensors (`all_tensors`, in the state dtype) and of
+// the largest one.
+constexpr bytes optimizer_step_temporaries(optimizer_kind kind, bytes all_tensors, bytes largest_tensor,
+                                           bytes largest_tensor_fp32) {
+    switch (kind) {
+        // _foreach_sqrt(exp_avg_sq) makes one new tensor per parameter.
+        case optimizer_kind::adamw: return all_tensors;
+        // Per parameter: exp_avg_sq.sqrt() / bias_correction2_sqrt, two new tensors.
+        case optimizer_kind::adamw_forloop: return 2 * largest_tensor;
+        // Per parameter: update = grad**2 + eps, and -update when applying it, in fp32.
+        case optimizer_kind::adafactor: return 2 * largest_tensor_fp32;
+        // Per parameter: exp_avg.clone() ... .add(grad), then sign_().
+        case optimizer_kind::lion: return 2 * largest_tensor;
+        case optimizer_kind::adamw_fused:
+        case optimizer_kind::adam8bit:
+        case optimizer_kind::sgd:
+        case optimizer_kind::sgd_momentum:
+        case optimizer_kind::none: return bytes{};
+    }
+    throw error("anatomy::optimizer_step_temporaries: unknown optimizer");
+}
+
 }  // namespace anatomy

@@ -59,7 +59,7 @@ constexpr model_spec t5(std::uint64_t d_model, std::uint64_t d_kv, std::uint64_t
     return {.arch = architecture::t5, .hidden = d_model, .layers = layers, .decoder_layers = layers, .heads = heads,
             .head_dim = d_kv, .ffn = ffn_kind::mlp, .ffn_hidden = d_ff, .act = activation::relu, .vocab = 32128,
             .relative_buckets = 32, .tie_embeddings = true, .norm = norm_kind::rms_norm, .hidden_dropout = 0.1,
-            .head = task::seq2seq};
+            .attention_dropout = 0.1, .head = task::seq2seq};  // T5's dropout_rate applies to both
 }
 
 }  // namespace detail

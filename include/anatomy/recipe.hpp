@@ -35,6 +35,7 @@ struct lora_config {
     // Module names as peft matches them: a module is adapted when its path is
     // a name here or ends with "." + a name here.
     std::array<std::string_view, 8> targets{};
+    double dropout = 0.0;  // lora_dropout
 
     constexpr bool enabled() const { return rank > 0; }
     constexpr std::size_t target_count() const {

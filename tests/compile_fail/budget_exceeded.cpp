@@ -1,5 +1,5 @@
-// Fails to compile with ANATOMY_EXPECT_FAIL: 61267 MiB of llama-3-8b model
-// state does not fit 16 GiB, and the message shows both sizes in MiB.
+// Fails to compile with ANATOMY_EXPECT_FAIL: a llama-3-8b training step
+// (78197 MiB) does not fit 16 GiB, and the message shows both sizes in MiB.
 #include <anatomy/budget.hpp>
 #include <anatomy/estimate.hpp>
 #include <anatomy/presets.hpp>
@@ -10,5 +10,5 @@ constexpr memory_estimate plan = estimate(presets::llama_3_8b, {.weights = dtype
 #ifdef ANATOMY_EXPECT_FAIL
 static_assert(fits_budget<plan.peak, 16 * GiB>());
 #else
-static_assert(fits_budget<plan.peak, 60 * GiB>());
+static_assert(fits_budget<plan.peak, 80 * GiB>());
 #endif

@@ -18,17 +18,28 @@ static_assert(!presets::find("gpt5").has_value());
 
 constexpr shape bert_shape{.batch = 4, .seq = 512};
 constexpr memory_estimate fp32_adamw = estimate(presets::bert_large, recipe{}, bert_shape);
-static_assert(total(fp32_adamw.ledger) == fp32_adamw.params * (16 * B));
+static_assert(total(fp32_adamw.model_state) == fp32_adamw.params * (16 * B));
+static_assert(total(fp32_adamw.ledger) == fp32_adamw.peak);
+static_assert(fp32_adamw.ledger.activations > 3 * GiB);  // BERT-large keeps ~3 GiB for backward at 4 x 512
 
 constexpr memory_estimate mixed = estimate(presets::bert_large, {.weights = dtype::fp16, .master = master_weights::fp32},
                                            bert_shape);
-static_assert(total(mixed.ledger) == mixed.params * (18 * B));
+static_assert(total(mixed.model_state) == mixed.params * (18 * B));
 
 constexpr memory_estimate llama = estimate(presets::llama_3_8b, {.weights = dtype::bf16}, {.batch = 1, .seq = 4096});
 static_assert(fits_budget<llama.peak, 80 * GiB>());
 static_assert(!fits(llama.peak, 16 * GiB));
 
+// A training step, activations included: llama-3-8b, bf16 + AdamW, gradient
+// checkpointing, 4 x 4096 tokens, fits an 80 GiB card.
+constexpr memory_estimate checkpointed =
+    estimate(presets::llama_3_8b, {.weights = dtype::bf16, .grad_checkpointing = true}, {.batch = 4, .seq = 4096});
+static_assert(fits_budget<checkpointed.reserved, 80 * GiB>());
+// Without checkpointing the same batch does not.
+static_assert(!fits(estimate(presets::llama_3_8b, {.weights = dtype::bf16}, {.batch = 4, .seq = 4096}).peak, 80 * GiB));
+
 static_assert(max_batch(presets::llama_3_8b, {.weights = dtype::bf16}, {.seq = 4096}, 16 * GiB) == 0);
+static_assert(max_batch(presets::gpt2, {}, {.seq = 1024}, 16 * GiB) > 0);
 
 static_assert(name_of(optimizer_kind::adamw_fused) == "adamw-fused");
 static_assert(parse_name<attention_kernel>("eager") == attention_kernel::eager);

@@ -9,10 +9,19 @@ TEST_CASE("max_batch is 0 when the model state alone does not fit", "[max_batch]
     CHECK(max_batch(presets::llama_3_8b, {.weights = dtype::bf16}, {.seq = 2048}, 16 * GiB) == 0);
 }
 
+TEST_CASE("max_batch is the largest batch whose reserved memory fits", "[max_batch]") {
+    for (const bytes budget : {8 * GiB, 16 * GiB, 24 * GiB, 80 * GiB}) {
+        INFO(budget.count);
+        const shape per_batch{.seq = 1024};
+        const std::uint64_t b = max_batch(presets::gpt2, {}, per_batch, budget);
+        REQUIRE(b > 0);
+        CHECK(estimate(presets::gpt2, {}, {.batch = b, .seq = 1024}).reserved <= budget);
+        CHECK(estimate(presets::gpt2, {}, {.batch = b + 1, .seq = 1024}).reserved > budget);
+    }
+}
+
 TEST_CASE("max_batch never exceeds its search limit", "[max_batch]") {
-    // Model state does not grow with the batch, so every batch fits 10 GiB.
-    CHECK(max_batch(presets::gpt2, {}, {.seq = 1024}, 10 * GiB) == max_batch_search_limit);
-    CHECK(max_batch(presets::gpt2, {}, {.seq = 1024}, 10 * GiB, 37) == 37);
+    CHECK(max_batch(presets::tinybert, {.weights = dtype::bf16}, {.seq = 8}, 80 * GiB, 37) == 37);
 }
 
 TEST_CASE("max_batch reports invalid inputs", "[max_batch][errors]") {

@@ -70,14 +70,14 @@ TEST_CASE("seq-cls heads replace the LM head", "[params]") {
 
 TEST_CASE("the graph is a short list of repeated stages", "[graph]") {
     const op_graph g = lower(presets::llama_2_70b);
-    REQUIRE(g.stages.size() == 3);
+    REQUIRE(g.stages.size() == 4);  // embeddings, layers, final norm, head
     CHECK(g.stages[1].name == "model.layers");
     CHECK(g.stages[1].repeat == 80);
     std::size_t attention_ops = 0;
     for (const op& o : g.stages[1].ops) attention_ops += o.kind == op_kind::attention ? 1 : 0;
     CHECK(attention_ops == 1);
     const op& k = g.stages[1].ops[2];
-    CHECK(k.module == "self_attn.k_proj");
+    CHECK(std::string_view(k.module) == "self_attn.k_proj");
     CHECK(k.out_width == 8 * 128);  // GQA: 8 kv heads of 128
 }
 

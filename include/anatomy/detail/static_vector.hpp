@@ -1,5 +1,7 @@
-// A fixed-capacity vector for constant evaluation: the op graph lives in one
-// without dynamic allocation, so a graph built at compile time costs no heap.
+// A fixed-capacity vector for constant evaluation: the op graph and kernel
+// lists live in one without dynamic allocation. Slots past size() are left
+// uninitialized (C++20 allows that in constant evaluation too) and copies copy
+// only the live elements: zero-filling the capacity cost more than the walk.
 #pragma once
 
 #include <anatomy/error.hpp>
@@ -12,6 +14,16 @@ namespace anatomy::detail {
 template <class T, std::size_t Capacity>
 class static_vector {
 public:
+    constexpr static_vector() {}  // leaves items_ uninitialized
+    constexpr static_vector(const static_vector& other) : size_(other.size_) {
+        for (std::size_t i = 0; i < size_; ++i) items_[i] = other.items_[i];
+    }
+    constexpr static_vector& operator=(const static_vector& other) {
+        size_ = other.size_;
+        for (std::size_t i = 0; i < size_; ++i) items_[i] = other.items_[i];
+        return *this;
+    }
+
     constexpr void push_back(const T& value) {
         if (size_ == Capacity) throw error("anatomy: a fixed-capacity list is full; the model has more ops per stage than the library supports");
         items_[size_++] = value;
@@ -27,7 +39,7 @@ public:
     constexpr T& back() { return items_[size_ - 1]; }
 
 private:
-    std::array<T, Capacity> items_{};
+    std::array<T, Capacity> items_;
     std::size_t size_ = 0;
 };
 

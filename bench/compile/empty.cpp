@@ -1,0 +1,1 @@
+// Compile-time baseline: an empty translation unit (the compiler's start-up cost).

@@ -1,0 +1,633 @@
+// The anatomy command line: `anatomy estimate`, `anatomy max-batch`,
+// `anatomy presets`. main.cpp calls run(); the tests call it in-process.
+//
+// Exit status: 0 on success, 2 when the command line is wrong on its own
+// (unknown flag or value, missing or malformed flag), 1 when the inputs are
+// well formed but cannot be estimated (a bad config.json, a task the model
+// does not train, a size that overflows). Errors are one line on stderr,
+// starting with "anatomy: ".
+#pragma once
+
+#include "hf_config.hpp"
+#include "support.hpp"
+
+#include <anatomy/anatomy.hpp>
+#include <anatomy/format.hpp>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <exception>
+#include <new>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#ifndef ANATOMY_CLI_VERSION
+#define ANATOMY_CLI_VERSION "unknown"
+#endif
+
+namespace anatomy::cli {
+
+namespace app_detail {
+
+using ojson = nlohmann::ordered_json;
+
+template <class... Args>
+[[noreturn]] void usage(fmt::format_string<Args...> format, Args&&... args) {
+    throw usage_error("anatomy: " + fmt::format(format, std::forward<Args>(args)...));
+}
+
+template <class... Args>
+[[noreturn]] void input(fmt::format_string<Args...> format, Args&&... args) {
+    throw input_error("anatomy: " + fmt::format(format, std::forward<Args>(args)...));
+}
+
+// The flags as typed; numbers and names are parsed here, not by CLI11, so
+// that every message follows one style.
+struct raw_options {
+    std::string config, model, task, batch, seq, target_seq, weights, autocast, master, optimizer, attention,
+        grad_accum, lora_rank, lora_targets, num_labels, budget;
+    bool grad_checkpointing = false, inference = false, kv_cache = false, json = false;
+};
+
+// What one estimate or max-batch command asks for.
+struct request {
+    model_spec model{};
+    std::string model_name;   // the preset, or the config's display name
+    std::string config_path;  // empty for a preset
+    std::string task_from;
+    recipe base{};  // without LoRA targets: make_recipe() points them at lora_targets
+    std::vector<std::string> lora_targets;
+    shape s{};
+    bytes budget{};
+
+    // The recipe views this request's strings: use it while the request lives.
+    recipe make_recipe() const {
+        recipe r = base;
+        for (std::size_t i = 0; i < lora_targets.size(); ++i) r.lora.targets[i] = lora_targets[i];
+        return r;
+    }
+};
+
+// phase_peaks is reflectable; the library has no public for_each for it yet.
+template <class F>
+void for_each_phase(const phase_peaks& phases, F&& f) {
+    detail::for_each_field(phases, std::forward<F>(f));
+}
+
+inline std::string grouped(std::uint64_t n) {
+    const std::string digits = std::to_string(n);
+    std::string out;
+    for (std::size_t i = 0; i < digits.size(); ++i) {
+        if (i != 0 && (digits.size() - i) % 3 == 0) out += ',';
+        out += digits[i];
+    }
+    return out;
+}
+
+// A whole number > 0 given to `flag`.
+inline std::uint64_t parse_count(std::string_view flag, std::string_view text) {
+    const std::string shown = shorten(std::string(text));
+    if (text.empty()) usage("{}: needs a whole number > 0", flag);
+    if (text.front() == '-') usage("{}: must be > 0, got {}", flag, shown);
+    std::uint64_t value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec == std::errc::result_out_of_range)
+        usage("{}: {} does not fit 64 bits; use a smaller number", flag, shown);
+    if (ec != std::errc() || end != text.data() + text.size())
+        usage("{}: \"{}\" is not a whole number; write e.g. {} 8", flag, shown, flag);
+    if (value == 0) usage("{}: must be > 0, got {}", flag, shown);
+    return value;
+}
+
+template <NamedEnum Enum>
+Enum parse_enum(std::string_view flag, std::string_view text) {
+    if (const std::optional<Enum> value = parse_name<Enum>(text)) return *value;
+    usage("{}: unknown {} \"{}\"; choose one of {}", flag, enum_names<Enum>::what, shorten(std::string(text)),
+          choices<Enum>());
+}
+
+inline std::string preset_names() {
+    std::string out;
+    for (const auto& p : presets::all) {
+        if (!out.empty()) out += ", ";
+        out += p.name;
+    }
+    return out;
+}
+
+// --- command line definition -------------------------------------------------
+
+template <NamedEnum Enum>
+CLI::Option* add_enum(CLI::App& app, const std::string& flag, std::string& target, std::string_view what,
+                      std::string_view default_name) {
+    std::string help = fmt::format("{}: {}", what, choices<Enum>(" | "));
+    if (!default_name.empty()) help += fmt::format(" (default {})", default_name);
+    return app.add_option(flag, target, help)->type_name("NAME");
+}
+
+inline void add_model_flags(CLI::App& app, raw_options& o, bool with_batch) {
+    app.add_option("--config", o.config, "a Hugging Face config.json (or a directory holding one)")
+        ->type_name("FILE");
+    app.add_option("--model", o.model, "a preset; see `anatomy presets`")->type_name("PRESET");
+    add_enum<task>(app, "--task", o.task, "what the model is trained for",
+                   "from the config's architectures, else the family's");
+    if (with_batch) app.add_option("--batch", o.batch, "sequences per micro-batch")->type_name("B")->required();
+    app.add_option("--seq", o.seq, "tokens per sequence (the encoder's, for T5)")->type_name("S")->required();
+    app.add_option("--target-seq", o.target_seq, "decoder (label) tokens per sequence, T5 only (default: --seq)")
+        ->type_name("T");
+    add_enum<dtype>(app, "--weights", o.weights, "parameter dtype", "fp32");
+    add_enum<autocast_mode>(app, "--autocast", o.autocast, "torch.autocast dtype", "off");
+    add_enum<master_weights>(app, "--master-weights", o.master,
+                             "a master copy the optimizer updates (fp32 needs --weights bf16 or fp16)", "none");
+    add_enum<optimizer_kind>(app, "--optimizer", o.optimizer, "optimizer", "adamw; none with --inference");
+    add_enum<attention_kernel>(app, "--attention", o.attention, "attention kernel", "sdpa");
+    app.add_flag("--grad-checkpointing", o.grad_checkpointing, "gradient checkpointing (transformers' default)");
+    app.add_option("--grad-accum", o.grad_accum, "gradient accumulation steps (default 1)")->type_name("N");
+    app.add_option("--lora-rank", o.lora_rank, "LoRA rank; needs --lora-targets")->type_name("R");
+    app.add_option("--lora-targets", o.lora_targets, "modules LoRA adapts, comma-separated (e.g. q_proj,v_proj)")
+        ->type_name("LIST");
+    app.add_option("--num-labels", o.num_labels, "classes of a seq-cls head (default: the config's, else 2)")
+        ->type_name("N");
+    app.add_flag("--inference", o.inference, "a forward pass under no_grad: no gradients, no optimizer");
+    app.add_flag("--kv-cache", o.kv_cache, "with --inference: use_cache=True");
+    app.add_flag("--json", o.json, "print one JSON object");
+}
+
+// --- building the request ------------------------------------------------------
+
+inline recipe build_recipe(const raw_options& o, std::vector<std::string>& lora_targets) {
+    recipe r{};
+    if (!o.weights.empty()) r.weights = parse_enum<dtype>("--weights", o.weights);
+    if (!o.autocast.empty()) r.autocast = parse_enum<autocast_mode>("--autocast", o.autocast);
+    if (!o.master.empty()) r.master = parse_enum<master_weights>("--master-weights", o.master);
+    if (!o.attention.empty()) r.attention = parse_enum<attention_kernel>("--attention", o.attention);
+    const std::optional<optimizer_kind> optimizer =
+        o.optimizer.empty() ? std::nullopt : std::optional(parse_enum<optimizer_kind>("--optimizer", o.optimizer));
+    if (!o.grad_accum.empty()) r.grad_accum = parse_count("--grad-accum", o.grad_accum);
+
+    r.inference = o.inference;
+    r.kv_cache = o.kv_cache;
+    r.grad_checkpointing = o.grad_checkpointing;
+    if (o.inference) {
+        if (optimizer && *optimizer != optimizer_kind::none)
+            usage("--inference: takes no optimizer (it implies none); drop --optimizer {}", name_of(*optimizer));
+        r.optimizer = optimizer_kind::none;
+        if (r.grad_accum != 1) usage("--inference: takes no --grad-accum; drop it");
+        if (r.grad_checkpointing) usage("--inference: takes no --grad-checkpointing; drop it");
+    } else {
+        r.optimizer = optimizer.value_or(optimizer_kind::adamw);
+        if (r.optimizer == optimizer_kind::none)
+            usage("--optimizer none: training needs an optimizer; pass --inference for a forward pass only");
+        if (r.kv_cache) usage("--kv-cache: needs --inference");
+    }
+    if (r.master == master_weights::fp32 && !is_half(r.weights))
+        usage("--master-weights fp32: needs --weights bf16 or fp16 (the fp32 copy is the master)");
+
+    if (o.lora_rank.empty() != o.lora_targets.empty())
+        usage("{}: needs {} too", o.lora_rank.empty() ? "--lora-targets" : "--lora-rank",
+              o.lora_rank.empty() ? "--lora-rank R" : "--lora-targets LIST (e.g. q_proj,v_proj)");
+    if (!o.lora_rank.empty()) {
+        r.lora.rank = parse_count("--lora-rank", o.lora_rank);
+        std::string_view rest = o.lora_targets;
+        while (true) {
+            const std::size_t comma = rest.find(',');
+            std::string_view name = rest.substr(0, comma);
+            while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
+            while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
+            if (name.empty())
+                usage("--lora-targets: \"{}\" has an empty module name; write e.g. q_proj,v_proj",
+                      shorten(o.lora_targets));
+            lora_targets.emplace_back(name);
+            if (comma == std::string_view::npos) break;
+            rest.remove_prefix(comma + 1);
+        }
+        if (lora_targets.size() > r.lora.targets.size())
+            usage("--lora-targets: at most {} modules, got {}", r.lora.targets.size(), lora_targets.size());
+    }
+    return r;
+}
+
+inline std::string linear_modules(const op_graph& graph) {
+    std::vector<std::string_view> names;
+    for_each_op(graph, [&](const stage&, const op& node) {
+        if (node.kind != op_kind::linear) return;
+        std::string_view name = node.module;
+        if (const std::size_t dot = name.rfind('.'); dot != std::string_view::npos) name.remove_prefix(dot + 1);
+        if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    });
+    std::string out;
+    for (std::string_view n : names) out += fmt::format("{}{}", out.empty() ? "" : ", ", n);
+    return out;
+}
+
+inline request build_request(const raw_options& o, bool with_batch) {
+    request q;
+    // Flags first: the command line on its own.
+    if (!o.config.empty() && !o.model.empty())
+        usage("--config and --model exclude each other; pass one of them");
+    if (o.config.empty() && o.model.empty())
+        usage("pass --model PRESET or --config FILE (see `anatomy presets`)");
+    const std::optional<task> task_override =
+        o.task.empty() ? std::nullopt : std::optional(parse_enum<task>("--task", o.task));
+    if (with_batch) q.s.batch = parse_count("--batch", o.batch);
+    q.s.seq = parse_count("--seq", o.seq);
+    if (!o.target_seq.empty()) q.s.target_seq = parse_count("--target-seq", o.target_seq);
+    const std::optional<std::uint64_t> num_labels =
+        o.num_labels.empty() ? std::nullopt : std::optional(parse_count("--num-labels", o.num_labels));
+    q.base = build_recipe(o, q.lora_targets);
+    if (!o.budget.empty()) {
+        try {
+            q.budget = parse_bytes(o.budget);
+        } catch (const overflow_error&) {
+            usage("--budget: \"{}\" overflows 64 bits; use a smaller size", shorten(o.budget));
+        } catch (const anatomy::error& e) {
+            usage("--budget: cannot read \"{}\": {}", shorten(o.budget), without_prefix(e.what()));
+        }
+        if (q.budget.count == 0) usage("--budget: must be > 0, got \"{}\"", shorten(o.budget));
+    }
+    if (!o.model.empty()) {
+        const std::optional<model_spec> preset = presets::find(o.model);
+        if (!preset)
+            usage("--model: unknown preset \"{}\"; choose one of {} (or pass --config FILE)", shorten(o.model),
+                  preset_names());
+        q.model = *preset;
+        q.model_name = o.model;
+    }
+
+    // Then the model, and what the flags ask of it.
+    if (!o.config.empty()) {
+        hf_model loaded = load_hf_config(o.config, task_override);
+        q.model = loaded.spec;
+        q.model_name = std::move(loaded.name);
+        q.config_path = o.config;
+        q.task_from = std::move(loaded.task_from);
+    } else if (task_override) {
+        if (!supports_task(q.model.arch, *task_override))
+            input("--task {}: {} is {} model and trains {} only", name_of(*task_override), q.model_name,
+                  family_name(family_of(q.model.arch)), supported_tasks(q.model.arch));
+        q.model.head = *task_override;
+        q.task_from = "--task";
+    } else {
+        q.task_from = "the preset's";
+    }
+    const std::string_view arch = name_of(q.model.arch);
+    if (num_labels) {
+        if (q.model.head != task::seq_cls)
+            input("--num-labels: applies to task seq-cls only; {} runs {}", q.model_name, name_of(q.model.head));
+        q.model.num_labels = *num_labels;
+    }
+    if (q.s.target_seq != 0 && family_of(q.model.arch) != family::encoder_decoder)
+        input("--target-seq: applies to encoder-decoder models (t5) only; {} is {} model ({}); drop it",
+              q.model_name, family_name(family_of(q.model.arch)), arch);
+    if (positions_of(q.model.arch) == position_kind::learned && q.s.seq > usable_positions(q.model))
+        input("--seq {}: exceeds the {} learned positions of {} (max_position_embeddings); use --seq {} or less",
+              q.s.seq, usable_positions(q.model), q.model_name, usable_positions(q.model));
+    if (q.base.kv_cache && family_of(q.model.arch) == family::encoder)
+        input("--kv-cache: {} is an encoder ({}) and keeps no KV cache; drop --kv-cache", q.model_name, arch);
+    try {
+        validate(q.model);
+    } catch (const anatomy::error& e) {
+        input("{}: {}", q.model_name, without_prefix(e.what()));
+    }
+    if (q.base.lora.enabled()) {
+        const op_graph graph = lower(q.model);
+        for (const std::string& target : q.lora_targets) {
+            bool found = false;
+            for_each_op(graph, [&](const stage&, const op& node) {
+                const lora_config one{.rank = 1, .targets = {target}};
+                found = found || (node.kind == op_kind::linear && one.targets_module(node.module));
+            });
+            if (!found)
+                input("--lora-targets: \"{}\" matches no linear module of {}; its linear modules are {}",
+                      shorten(target), q.model_name, linear_modules(graph));
+        }
+    }
+    try {
+        validate(q.make_recipe());
+    } catch (const anatomy::error& e) {
+        usage("{}", without_prefix(e.what()));
+    }
+    return q;
+}
+
+// --- estimating ----------------------------------------------------------------
+
+inline std::string shape_text(const request& q, bool with_batch) {
+    std::string out = with_batch ? fmt::format("batch {}, seq {}", q.s.batch, q.s.seq) : fmt::format("seq {}", q.s.seq);
+    if (family_of(q.model.arch) == family::encoder_decoder) out += fmt::format(", target seq {}", target_length(q.s));
+    return out;
+}
+
+[[noreturn]] inline void overflowed(const request& q, bool with_batch) {
+    input("the estimate overflows 64 bits ({}, {}); use a smaller batch, sequence or model", q.model_name,
+          shape_text(q, with_batch));
+}
+
+inline memory_estimate run_estimate(const request& q, const shape& s, bool with_batch) {
+    try {
+        // Token counts must fit 64 bits even where the estimate does not use them all;
+        // bytes arithmetic is checked, so count them as bytes.
+        (void)(s.batch * (s.seq * B) + s.batch * (target_length(s) * B));
+        return estimate(q.model, q.make_recipe(), s);
+    } catch (const overflow_error&) {
+        overflowed(q, with_batch);
+    } catch (const anatomy::error& e) {
+        input("{}", without_prefix(e.what()));
+    }
+}
+
+// --- output ----------------------------------------------------------------------
+
+inline std::string recipe_text(const request& q) {
+    const recipe r = q.make_recipe();
+    std::string out = fmt::format("weights {}, autocast {}, master weights {}, optimizer {}, attention {}",
+                                  name_of(r.weights), name_of(r.autocast), name_of(r.master), name_of(r.optimizer),
+                                  name_of(r.attention));
+    out += fmt::format("\n{:<10}grad accum {}, grad checkpointing {}", "", r.grad_accum,
+                       r.grad_checkpointing ? "on" : "off");
+    if (r.lora.enabled()) {
+        std::string targets;
+        for (const std::string& t : q.lora_targets) targets += fmt::format("{}{}", targets.empty() ? "" : ",", t);
+        out += fmt::format(", LoRA rank {} on {}", r.lora.rank, targets);
+    } else {
+        out += ", LoRA off";
+    }
+    out += fmt::format(", inference {}", r.inference ? (r.kv_cache ? "on (KV cache)" : "on") : "off");
+    return out;
+}
+
+inline void print_header(std::ostream& out, const request& q, bool with_batch) {
+    std::string task = std::string(name_of(q.model.head));
+    if (q.model.head == task::seq_cls) task += fmt::format(" ({} labels)", q.model.num_labels);
+    const std::string source = q.config_path.empty() ? "preset" : fmt::format("config {}", q.config_path);
+    out << fmt::format("{:<10}{} ({}), arch {}, task {}\n", "model", q.model_name, source, name_of(q.model.arch),
+                       task);
+    out << fmt::format("{:<10}{}\n", "shape", shape_text(q, with_batch));
+    out << fmt::format("{:<10}{}\n", "recipe", recipe_text(q));
+}
+
+inline void print_estimate(std::ostream& out, const memory_estimate& e) {
+    out << fmt::format("{:<18}{:>17}\n", "params", grouped(e.params));
+    out << fmt::format("{:<18}{:>17}\n\n", "trainable params", grouped(e.trainable_params));
+    constexpr std::string_view row = "{:<18}{:>24}{:>13}{:>12.2f}{:>10.2f}\n";
+    out << fmt::format("{:<18}{:>24}{:>13}{:>12}{:>10}\n", "entry", "bytes", "size", "MiB", "B/param");
+    for_each_entry(e.ledger, [&](std::string_view name, bytes b) {
+        out << fmt::format(fmt::runtime(row), name, grouped(b.count), b, in_mib(b), per_param(b, e.params));
+    });
+    const bytes sum = total(e.ledger);
+    out << fmt::format(fmt::runtime(row), "total", grouped(sum.count), sum, in_mib(sum), per_param(sum, e.params));
+
+    constexpr std::string_view phase_row = "{:<18}{:>24}{:>13}{:>12.2f}\n";
+    out << fmt::format("\n{:<18}{:>24}{:>13}{:>12}\n", "phase peak", "bytes", "size", "MiB");
+    for_each_phase(e.phases, [&](std::string_view name, bytes b) {
+        out << fmt::format(fmt::runtime(phase_row), name, grouped(b.count), b, in_mib(b));
+    });
+    out << '\n';
+    out << fmt::format(fmt::runtime(phase_row), "peak", grouped(e.peak.count), e.peak, in_mib(e.peak));
+    out << fmt::format(fmt::runtime(phase_row), "reserved", grouped(e.reserved.count), e.reserved,
+                       in_mib(e.reserved));
+}
+
+inline ojson spec_json(const model_spec& m) {
+    ojson j;
+    j["arch"] = name_of(m.arch);
+    j["hidden"] = m.hidden;
+    j["layers"] = m.layers;
+    if (family_of(m.arch) == family::encoder_decoder) j["decoder_layers"] = m.decoder_layers;
+    j["heads"] = m.heads;
+    j["kv_heads"] = m.kv_head_count();
+    j["head_dim"] = m.head_width();
+    j["ffn"] = m.ffn == ffn_kind::gated ? "gated" : "mlp";
+    j["ffn_hidden"] = m.ffn_hidden;
+    j["vocab"] = m.vocab;
+    j["max_positions"] = m.max_positions;
+    j["token_types"] = m.token_types;
+    j["relative_buckets"] = m.relative_buckets;
+    j["tie_embeddings"] = m.tie_embeddings;
+    j["norm"] = m.norm == norm_kind::rms_norm ? "rms_norm" : "layer_norm";
+    j["qkv_bias"] = m.qkv_bias;
+    j["attn_out_bias"] = m.attn_out_bias;
+    j["mlp_bias"] = m.mlp_bias;
+    j["hidden_dropout"] = m.hidden_dropout;
+    j["attention_dropout"] = m.attention_dropout;
+    return j;
+}
+
+inline ojson inputs_json(std::string_view command, const request& q, bool with_batch) {
+    const recipe r = q.make_recipe();
+    ojson j;
+    j["command"] = command;
+    j["model"] = q.model_name;
+    if (q.config_path.empty()) j["preset"] = q.model_name;
+    else j["config"] = q.config_path;
+    j["arch"] = name_of(q.model.arch);
+    j["task"] = name_of(q.model.head);
+    j["task_from"] = q.task_from;
+    if (q.model.head == task::seq_cls) j["num_labels"] = q.model.num_labels;
+    if (with_batch) j["batch"] = q.s.batch;
+    j["seq"] = q.s.seq;
+    if (family_of(q.model.arch) == family::encoder_decoder) j["target_seq"] = target_length(q.s);
+    ojson rj;
+    rj["weights"] = name_of(r.weights);
+    rj["autocast"] = name_of(r.autocast);
+    rj["master_weights"] = name_of(r.master);
+    rj["optimizer"] = name_of(r.optimizer);
+    rj["attention"] = name_of(r.attention);
+    rj["grad_accum"] = r.grad_accum;
+    rj["grad_checkpointing"] = r.grad_checkpointing;
+    rj["lora_rank"] = r.lora.rank;
+    rj["lora_targets"] = q.lora_targets;
+    rj["inference"] = r.inference;
+    rj["kv_cache"] = r.kv_cache;
+    j["recipe"] = std::move(rj);
+    j["spec"] = spec_json(q.model);
+    return j;
+}
+
+inline void add_estimate_json(ojson& j, const memory_estimate& e) {
+    j["params"] = e.params;
+    j["trainable_params"] = e.trainable_params;
+    j["peak_bytes"] = e.peak.count;
+    j["reserved_bytes"] = e.reserved.count;
+    ojson phases = ojson::object();
+    for_each_phase(e.phases, [&](std::string_view name, bytes b) { phases[std::string(name)] = b.count; });
+    j["phases"] = std::move(phases);
+    ojson ledger = ojson::object();
+    for_each_entry(e.ledger, [&](std::string_view name, bytes b) { ledger[std::string(name)] = b.count; });
+    j["ledger"] = std::move(ledger);
+}
+
+// --- commands --------------------------------------------------------------------
+
+inline void cmd_estimate(const raw_options& o, std::ostream& out) {
+    const request q = build_request(o, true);
+    const memory_estimate e = run_estimate(q, q.s, true);
+    if (o.json) {
+        ojson j = inputs_json("estimate", q, true);
+        add_estimate_json(j, e);
+        out << j.dump(2) << '\n';
+        return;
+    }
+    print_header(out, q, true);
+    out << '\n';
+    print_estimate(out, e);
+}
+
+inline void cmd_max_batch(const raw_options& o, std::ostream& out) {
+    const request q = build_request(o, false);
+    std::uint64_t best = 0;
+    try {
+        best = max_batch(q.model, q.make_recipe(), q.s, q.budget);
+    } catch (const overflow_error&) {
+        overflowed(q, false);
+    } catch (const anatomy::error& e) {
+        input("{}", without_prefix(e.what()));
+    }
+    shape at = q.s;
+    at.batch = std::max<std::uint64_t>(best, 1);
+    const memory_estimate e = run_estimate(q, at, false);
+    const bool capped = best == max_batch_search_limit;
+    const std::string cap_note = fmt::format(
+        "the batch is capped at the search limit ({}): the true maximum may be larger", max_batch_search_limit);
+    if (o.json) {
+        ojson j = inputs_json("max-batch", q, false);
+        j["budget_bytes"] = q.budget.count;
+        j["max_batch"] = best;
+        j["search_limit"] = max_batch_search_limit;
+        j["capped"] = capped;
+        j["at_batch"] = at.batch;
+        add_estimate_json(j, e);
+        out << j.dump(2) << '\n';
+        return;
+    }
+    print_header(out, q, false);
+    out << fmt::format("{:<10}{} ({} bytes), checked against the reserved memory\n\n", "budget", q.budget,
+                       grouped(q.budget.count));
+    if (best == 0) {
+        out << fmt::format("max batch 0: even batch 1 does not fit; it reserves {} ({} bytes) > {}\n", e.reserved,
+                           grouped(e.reserved.count), q.budget);
+    } else {
+        out << fmt::format("max batch {}\n", best);
+        if (capped) out << "note: " << cap_note << '\n';
+    }
+    out << fmt::format("at batch {}: peak {} ({} bytes), reserved {} ({} bytes)\n", at.batch, e.peak,
+                       grouped(e.peak.count), e.reserved, grouped(e.reserved.count));
+}
+
+inline void cmd_presets(bool as_json, std::ostream& out) {
+    ojson list = ojson::array();
+    if (!as_json) out << fmt::format("{:<17}{:<12}{:<11}{:>16}\n", "preset", "arch", "task", "params");
+    for (const auto& p : presets::all) {
+        const std::uint64_t params = parameter_count(lower(p.spec));
+        if (as_json) {
+            list.push_back(ojson{{"name", p.name}, {"arch", name_of(p.spec.arch)}, {"task", name_of(p.spec.head)},
+                                 {"params", params}});
+        } else {
+            out << fmt::format("{:<17}{:<12}{:<11}{:>16}\n", p.name, name_of(p.spec.arch), name_of(p.spec.head),
+                               grouped(params));
+        }
+    }
+    if (as_json) out << ojson{{"presets", std::move(list)}}.dump(2) << '\n';
+}
+
+inline std::string cli11_message(const CLI::ParseError& e, std::string_view command) {
+    std::string text = one_line(e.what());
+    if (!text.empty() && text.front() >= 'A' && text.front() <= 'Z' && !(text.size() > 1 && text[1] >= 'A' && text[1] <= 'Z'))
+        text.front() = static_cast<char>(text.front() - 'A' + 'a');
+    const std::string help = command.empty() ? "anatomy --help" : fmt::format("anatomy {} --help", command);
+    return fmt::format("anatomy: {}; see `{}`", text, help);
+}
+
+}  // namespace app_detail
+
+// Runs the CLI on `args` (without the program name). Returns the exit status.
+inline int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+    using namespace app_detail;
+    constexpr std::array<std::string_view, 3> commands{"estimate", "max-batch", "presets"};
+    std::string command;
+    try {
+        CLI::App app{"anatomy: how much GPU memory training or serving a transformer takes", "anatomy"};
+        app.set_version_flag("--version", ANATOMY_CLI_VERSION);
+        app.require_subcommand(1);
+        app.footer(
+            "Exit status: 0 ok, 1 the inputs cannot be estimated (bad config, unsupported task, overflow), "
+            "2 usage error.\n");
+        raw_options estimate_opts, max_batch_opts;
+        bool presets_json = false;
+        CLI::App* est = app.add_subcommand("estimate", "predict the memory of one training (or inference) step");
+        add_model_flags(*est, estimate_opts, true);
+        CLI::App* mb = app.add_subcommand("max-batch", "the largest batch whose reserved memory fits --budget");
+        add_model_flags(*mb, max_batch_opts, false);
+        mb->add_option("--budget", max_batch_opts.budget, "device memory to fit, e.g. 15GiB, 80GB, 512MiB")
+            ->type_name("SIZE")
+            ->required();
+        CLI::App* pre = app.add_subcommand("presets", "list the built-in models");
+        pre->add_flag("--json", presets_json, "print one JSON object");
+
+        if (!args.empty() && !args.front().starts_with('-') &&
+            std::find(commands.begin(), commands.end(), args.front()) == commands.end())
+            usage("unknown command \"{}\"; choose one of estimate, max-batch, presets", shorten(args.front()));
+        if (!args.empty()) command = args.front();
+        const bool asks_help_or_version = !args.empty() && (args.front() == "-h" || args.front() == "--help" ||
+                                                            args.front() == "--version");
+        if (args.empty() || (args.front().starts_with('-') && !asks_help_or_version))
+            usage("a command is required first: estimate, max-batch or presets; see `anatomy --help`");
+
+        std::vector<std::string> reversed(args.rbegin(), args.rend());
+        try {
+            app.parse(std::move(reversed));
+        } catch (const CLI::CallForHelp& e) {
+            return app.exit(e, out, err);
+        } catch (const CLI::CallForAllHelp& e) {
+            return app.exit(e, out, err);
+        } catch (const CLI::CallForVersion& e) {
+            return app.exit(e, out, err);
+        } catch (const CLI::ParseError& e) {
+            err << cli11_message(e, command == "estimate" || command == "max-batch" || command == "presets"
+                                        ? std::string_view(command)
+                                        : std::string_view())
+                << '\n';
+            return exit_usage_error;
+        }
+        if (est->parsed()) cmd_estimate(estimate_opts, out);
+        else if (mb->parsed()) cmd_max_batch(max_batch_opts, out);
+        else cmd_presets(presets_json, out);
+        out.flush();
+        return 0;
+    } catch (const usage_error& e) {
+        err << one_line(e.what()) << '\n';
+        return exit_usage_error;
+    } catch (const input_error& e) {
+        err << one_line(e.what()) << '\n';
+        return exit_input_error;
+    } catch (const overflow_error& e) {
+        err << "anatomy: " << one_line(without_prefix(e.what())) << '\n';
+        return exit_input_error;
+    } catch (const anatomy::error& e) {
+        err << "anatomy: " << one_line(without_prefix(e.what())) << '\n';
+        return exit_input_error;
+    } catch (const nlohmann::json::exception& e) {
+        err << "anatomy: JSON: " << one_line(e.what()) << '\n';
+        return exit_input_error;
+    } catch (const CLI::Error& e) {
+        err << "anatomy: " << one_line(e.what()) << '\n';
+        return exit_usage_error;
+    } catch (const std::bad_alloc&) {
+        err << "anatomy: out of memory\n";
+        return exit_input_error;
+    } catch (const std::exception& e) {
+        err << "anatomy: internal error: " << one_line(e.what()) << '\n';
+        return exit_input_error;
+    }
+}
+
+}  // namespace anatomy::cli

@@ -1,0 +1,113 @@
+// Shared pieces of the anatomy CLI: its two error kinds, the choices of an
+// enum flag, which tasks a model family trains, and one-line messages.
+#pragma once
+
+#include <anatomy/error.hpp>
+#include <anatomy/model.hpp>
+#include <anatomy/names.hpp>
+
+#include <fmt/format.h>
+
+#include <string>
+#include <string_view>
+
+namespace anatomy::cli {
+
+// The command line is wrong on its own (unknown flag or value, a missing or
+// malformed flag): exit status 2.
+class usage_error : public anatomy::error {
+public:
+    using anatomy::error::error;
+};
+
+// The inputs are well formed but describe something the estimator cannot
+// take (a bad config.json, a task the model does not have): exit status 1.
+class input_error : public anatomy::error {
+public:
+    using anatomy::error::error;
+};
+
+inline constexpr int exit_input_error = 1;
+inline constexpr int exit_usage_error = 2;
+
+// "adamw, adamw-fused, ..., none": every name of an enum, from its one table.
+template <NamedEnum Enum>
+std::string choices(std::string_view separator = ", ") {
+    std::string out;
+    for (const auto& entry : enum_names<Enum>::table) {
+        if (!out.empty()) out += separator;
+        out += entry.second;
+    }
+    return out;
+}
+
+inline std::string_view family_name(family f) {
+    switch (f) {
+        case family::encoder: return "an encoder";
+        case family::decoder: return "a decoder";
+        case family::encoder_decoder: return "an encoder-decoder";
+    }
+    return "a model";
+}
+
+// What each family trains, as anatomy::validate(model_spec) accepts it.
+inline bool supports_task(architecture arch, task t) {
+    switch (family_of(arch)) {
+        case family::encoder: return t == task::seq_cls;
+        case family::decoder: return t == task::causal_lm || t == task::seq_cls;
+        case family::encoder_decoder: return t == task::seq2seq;
+    }
+    return false;
+}
+
+inline std::string supported_tasks(architecture arch) {
+    std::string out;
+    for (const auto& [t, name] : enum_names<task>::table) {
+        if (!supports_task(arch, t)) continue;
+        if (!out.empty()) out += " or ";
+        out += name;
+    }
+    return out;
+}
+
+inline task default_task(architecture arch) {
+    switch (family_of(arch)) {
+        case family::encoder: return task::seq_cls;
+        case family::decoder: return task::causal_lm;
+        case family::encoder_decoder: return task::seq2seq;
+    }
+    return task::causal_lm;
+}
+
+// One line, whatever the text: newlines and tabs become spaces.
+inline std::string one_line(std::string_view text) {
+    std::string out(text);
+    for (char& c : out)
+        if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    return out;
+}
+
+// A library message without its "anatomy::function: " or "anatomy: " prefix,
+// to be shown after the CLI's own "anatomy: ".
+inline std::string_view without_prefix(std::string_view message) {
+    if (message.starts_with("anatomy: ")) return message.substr(9);
+    if (!message.starts_with("anatomy::")) return message;
+    // The function name may hold "(...)", e.g. "anatomy::validate(shape): ";
+    // it ends at the first ": " outside parentheses.
+    int depth = 0;
+    for (std::size_t i = 0; i + 1 < message.size(); ++i) {
+        if (message[i] == '(') ++depth;
+        else if (message[i] == ')') --depth;
+        else if (depth == 0 && message[i] == ':' && message[i + 1] == ' ') return message.substr(i + 2);
+    }
+    return message;
+}
+
+// A quoted JSON-ish rendering of a value for a message, cut to a readable size.
+inline std::string shorten(std::string text, std::size_t limit = 40) {
+    if (text.size() > limit) text = text.substr(0, limit) + "...";
+    return one_line(text);
+}
+
+}  // namespace anatomy::cli

@@ -1,0 +1,231 @@
+// The memory timeline of one training step: forward, backward, optimizer.
+//
+// Each stage's kernels are walked with reference counts, as PyTorch frees
+// tensors: an output lives until its last forward reader has run, or, when
+// autograd saved it, until the backward of its last saver. Backward allocates
+// input gradients and parameter gradients and frees what each kernel saved.
+// A repeated block is walked once: every layer is the same, so live memory
+// changes by the same amount per layer and the peak is at the first or the
+// last layer.
+#pragma once
+
+#include <anatomy/allocator.hpp>
+#include <anatomy/bytes.hpp>
+#include <anatomy/graph.hpp>
+#include <anatomy/kernels.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+
+namespace anatomy {
+
+namespace detail {
+
+// A signed running total of bytes: walks free before they allocate.
+struct live_bytes {
+    std::int64_t now = 0;
+    std::int64_t peak = 0;
+    std::int64_t grads = 0;          // parameter gradients among `now`
+    std::int64_t grads_at_peak = 0;  // and among `peak`
+
+    static constexpr std::int64_t signed_size(bytes b) {
+        if (b.count > static_cast<std::uint64_t>(INT64_MAX)) throw overflow_error("anatomy: a tensor overflows 63 bits; use smaller sizes");
+        return static_cast<std::int64_t>(b.count);
+    }
+    constexpr void add(bytes b) {
+        const std::int64_t s = signed_size(b);
+        if (now > INT64_MAX - s) throw overflow_error("anatomy: live memory overflows 63 bits; use smaller sizes");
+        now += s;
+        if (now > peak) {
+            peak = now;
+            grads_at_peak = grads;
+        }
+    }
+    constexpr void add_grad(bytes b) {
+        grads += signed_size(b);
+        add(b);
+    }
+    constexpr void sub(bytes b) { now -= signed_size(b); }
+    // A transient: counted at its peak, then gone.
+    constexpr void touch(bytes b) {
+        add(b);
+        sub(b);
+    }
+};
+
+inline constexpr std::size_t slot_count = max_kernels_per_stage + 2;
+
+constexpr std::size_t index_of(tensor_slot s) {
+    if (s == input_slot) return max_kernels_per_stage;
+    if (s == encoder_slot) return max_kernels_per_stage + 1;
+    return static_cast<std::size_t>(s);
+}
+
+// One walk of a stage's kernels: the forward, then (optionally) its backward.
+class stage_walk {
+public:
+    constexpr stage_walk(const kernel_list& kernels, tensor_slot output, stage_input_info input,
+                         stage_input_info encoder)
+        : kernels_(kernels), output_(output), input_(input), encoder_(encoder) {
+        for (std::size_t i = 0; i < kernels_.size(); ++i) {
+            root_[i] = root(static_cast<tensor_slot>(i));
+            for (tensor_slot s : kernels_[i].in)
+                if (s != no_slot) ++readers_[index_of(root_of(s))];
+        }
+    }
+
+    // Forward; `saving`: autograd records (false under no_grad or inside a
+    // checkpointed block). `keep_input`: the stage input is kept regardless
+    // (a checkpoint saves its inputs). The stage input stays alive until the
+    // stage returns: the caller's Python frame holds it.
+    constexpr live_bytes forward(bool saving, bool keep_input) {
+        live_bytes live{};
+        saving_ = saving;
+        const std::size_t input = index_of(input_slot);
+        ++saved_[input];
+        if (keep_input) ++saved_[input];
+        for (std::size_t i = 0; i < kernels_.size(); ++i) {
+            const kernel& k = kernels_[i];
+            if (!k.alias) live.add(k.out);
+            live.touch(k.workspace);
+            if (saving) live.add(k.saved_extra);
+            else live.touch(k.saved_extra);
+            if (saving && k.saves_weight_copy) {
+                live.add(k.weight_copy);
+            } else if (k.caches_weight_copy) {
+                live.add(k.weight_copy);
+                autocast_cache_ += k.weight_copy;
+            } else {
+                live.touch(k.weight_copy);
+            }
+            for (std::size_t j = 0; j < 3; ++j) {
+                if (k.in[j] == no_slot) continue;
+                const std::size_t r = index_of(root_of(k.in[j]));
+                --readers_[r];
+                if (saving && (k.saves_inputs >> j & 1u)) ++saved_[r];
+            }
+            if (saving && k.saves_output) ++saved_[index_of(root_of(static_cast<tensor_slot>(i)))];
+            for (tensor_slot s : k.in)
+                if (s != no_slot) release_if_dead(root_of(s), live);
+            release_if_dead(root_of(static_cast<tensor_slot>(i)), live);
+        }
+        --saved_[input];
+        release_if_dead(input_slot, live);
+        input_freed_ = freed_[input];
+        return live;
+    }
+
+    // Weight copies autocast's cache still holds: freed when autocast exits.
+    constexpr bytes autocast_cache() const { return autocast_cache_; }
+    constexpr bool input_freed() const { return input_freed_; }
+
+    // Backward of the same stage, after forward(true, ...). The gradient of the
+    // stage output is alive on entry (the caller counted it); the gradient of
+    // the stage input is alive on exit. `grads_exist`: parameter gradients
+    // from an earlier micro-step absorb the new ones, which are then transient.
+    constexpr live_bytes backward(bool grads_exist, bool encoder_grad_alive) {
+        live_bytes live{};
+        grad_[index_of(root_of(output_))] = true;
+        if (encoder_grad_alive) grad_[index_of(encoder_slot)] = true;
+        for (std::size_t n = kernels_.size(); n-- > 0;) {
+            const kernel& k = kernels_[n];
+            const auto self = static_cast<tensor_slot>(n);
+            if (!k.requires_grad || !grad_[index_of(root_of(self))]) {
+                release_saved(k, self, live);
+                continue;
+            }
+            bytes transient = k.backward_workspace;
+            for (std::size_t j = 0; j < 3; ++j) {
+                if (k.in[j] == no_slot || !(k.grad_inputs >> j & 1u)) continue;
+                const std::size_t r = index_of(root_of(k.in[j]));
+                if (k.alias) continue;  // a view's gradient is its base's
+                if (grad_[r]) transient += size_of_slot(root_of(k.in[j]));  // summed into the existing gradient
+                else {
+                    grad_[r] = true;
+                    live.add(size_of_slot(root_of(k.in[j])));
+                }
+            }
+            if (k.alias) {
+                // hidden[:, 0] backward: zeros of the base's shape, then a scatter.
+                const std::size_t r = index_of(root_of(k.in[0]));
+                if (!grad_[r]) {
+                    grad_[r] = true;
+                    live.add(size_of_slot(root_of(k.in[0])));
+                }
+                continue;
+            }
+            if (grads_exist) transient += k.param_grads;
+            else live.add_grad(k.param_grads);
+            live.touch(transient);
+            // The gradient of this kernel's output has been consumed.
+            if (grad_[n]) {
+                grad_[n] = false;
+                live.sub(k.out);
+            }
+            release_saved(k, self, live);
+        }
+        return live;
+    }
+
+    constexpr bool input_grad() const { return grad_[index_of(input_slot)]; }
+
+private:
+    constexpr tensor_slot root(tensor_slot s) const {
+        while (s >= 0 && kernels_[static_cast<std::size_t>(s)].alias) s = kernels_[static_cast<std::size_t>(s)].in[0];
+        return s;
+    }
+    constexpr tensor_slot root_of(tensor_slot s) const { return s >= 0 ? root_[static_cast<std::size_t>(s)] : s; }
+
+    constexpr bytes size_of_slot(tensor_slot s) const {
+        if (s == input_slot) return input_.size;
+        if (s == encoder_slot) return encoder_.size;
+        return kernels_[static_cast<std::size_t>(s)].out;
+    }
+
+    constexpr bool kept(tensor_slot s) const {
+        if (s == encoder_slot || s == root_of(output_)) return true;
+        return s >= 0 && kernels_[static_cast<std::size_t>(s)].held;
+    }
+
+    constexpr void release_if_dead(tensor_slot s, live_bytes& live) {
+        const std::size_t i = index_of(s);
+        if (freed_[i] || readers_[i] > 0 || saved_[i] > 0 || kept(s)) return;
+        freed_[i] = true;
+        live.sub(size_of_slot(s));
+    }
+
+    constexpr void release_saved(const kernel& k, tensor_slot self, live_bytes& live) {
+        if (!k.requires_grad) return;
+        for (std::size_t j = 0; j < 3; ++j) {
+            if (k.in[j] == no_slot || !(k.saves_inputs >> j & 1u)) continue;
+            const tensor_slot r = root_of(k.in[j]);
+            --saved_[index_of(r)];
+            release_if_dead(r, live);
+        }
+        if (k.saves_output) {
+            const tensor_slot r = root_of(self);
+            --saved_[index_of(r)];
+            release_if_dead(r, live);
+        }
+        live.sub(k.saved_extra);
+        if (saving_ && k.saves_weight_copy) live.sub(k.weight_copy);
+    }
+
+    const kernel_list& kernels_;
+    tensor_slot output_;
+    stage_input_info input_;
+    stage_input_info encoder_;
+    std::array<tensor_slot, max_kernels_per_stage> root_{};
+    std::array<std::uint16_t, slot_count> readers_{};
+    std::array<std::uint16_t, slot_count> saved_{};
+    std::array<bool, slot_count> freed_{};
+    std::array<bool, slot_count> grad_{};
+    bytes autocast_cache_{};
+    bool saving_ = false;
+    bool input_freed_ = false;
+};
+
+}  // namespace detail
+
+}  // namespace anatomy

@@ -1,0 +1,29 @@
+# Runs the anatomy CLI once and checks its exit status and output.
+#
+#   cmake -DEXE=path/to/anatomy -DARGS="estimate|--model|gpt2" -DRC=2
+#         [-DERR=regex] [-DOUT=regex] -P run_cli.cmake
+#
+# ARGS separates the arguments with "|". On a non-zero status the run must
+# print nothing on stdout and exactly one line on stderr, starting with
+# "anatomy: " and matching ERR. On status 0, stdout must match OUT.
+string(REPLACE "|" ";" args "${ARGS}")
+execute_process(COMMAND "${EXE}" ${args}
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+set(shown "anatomy ${ARGS}\n--- status: ${rc}\n--- stdout:\n${out}\n--- stderr:\n${err}")
+if(NOT rc STREQUAL "${RC}")
+    message(FATAL_ERROR "expected exit status ${RC}\n${shown}")
+endif()
+if(NOT RC STREQUAL "0")
+    if(NOT out STREQUAL "")
+        message(FATAL_ERROR "an error must print nothing on stdout\n${shown}")
+    endif()
+    if(NOT err MATCHES "^anatomy: [^\n]+\n$")
+        message(FATAL_ERROR "an error must be one line starting with \"anatomy: \"\n${shown}")
+    endif()
+endif()
+if(DEFINED ERR AND NOT err MATCHES "${ERR}")
+    message(FATAL_ERROR "stderr does not match \"${ERR}\"\n${shown}")
+endif()
+if(DEFINED OUT AND NOT out MATCHES "${OUT}")
+    message(FATAL_ERROR "stdout does not match \"${OUT}\"\n${shown}")
+endif()

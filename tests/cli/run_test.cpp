@@ -1,0 +1,204 @@
+// The CLI in-process: JSON output against the library, and the error contract.
+#include "app.hpp"
+
+#include <anatomy/anatomy.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using nlohmann::json;
+
+const std::string data_dir = ANATOMY_CLI_DATA;
+
+struct result {
+    int status = 0;
+    std::string out, err;
+};
+
+result run(const std::vector<std::string>& args) {
+    std::ostringstream out, err;
+    const int status = anatomy::cli::run(args, out, err);
+    return {status, out.str(), err.str()};
+}
+
+json run_json(const std::vector<std::string>& args) {
+    const result r = run(args);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    REQUIRE(r.err.empty());
+    return json::parse(r.out);
+}
+
+}  // namespace
+
+TEST_CASE("estimate --json matches the library, entry by entry") {
+    const json j = run_json({"estimate", "--model", "llama-3.2-1b", "--batch", "2", "--seq", "512", "--weights", "bf16",
+                             "--optimizer", "adamw-fused", "--grad-accum", "4", "--json"});
+    const anatomy::recipe r{.weights = anatomy::dtype::bf16, .optimizer = anatomy::optimizer_kind::adamw_fused,
+                            .grad_accum = 4};
+    const anatomy::memory_estimate e =
+        anatomy::estimate(anatomy::presets::llama_3_2_1b, r, anatomy::shape{.batch = 2, .seq = 512});
+    CHECK(j["params"] == e.params);
+    CHECK(j["trainable_params"] == e.trainable_params);
+    CHECK(j["peak_bytes"] == e.peak.count);
+    CHECK(j["reserved_bytes"] == e.reserved.count);
+    CHECK(j["ledger"].size() == [&] {
+        std::size_t n = 0;
+        anatomy::for_each_entry(e.ledger, [&](std::string_view, anatomy::bytes) { ++n; });
+        return n;
+    }());
+    anatomy::for_each_entry(e.ledger, [&](std::string_view name, anatomy::bytes b) {
+        CAPTURE(name);
+        CHECK(j["ledger"][std::string(name)].is_number_unsigned());
+        CHECK(j["ledger"][std::string(name)] == b.count);
+    });
+    anatomy::detail::for_each_field(e.phases, [&](std::string_view name, anatomy::bytes b) {
+        CAPTURE(name);
+        CHECK(j["phases"][std::string(name)] == b.count);
+    });
+    CHECK(j["phases"].contains("forward"));
+    CHECK(j["phases"].contains("backward"));
+    CHECK(j["phases"].contains("optimizer"));
+    // The inputs.
+    CHECK(j["model"] == "llama-3.2-1b");
+    CHECK(j["task"] == "causal-lm");
+    CHECK(j["batch"] == 2);
+    CHECK(j["seq"] == 512);
+    CHECK(j["recipe"]["weights"] == "bf16");
+    CHECK(j["recipe"]["optimizer"] == "adamw-fused");
+    CHECK(j["recipe"]["grad_accum"] == 4);
+    CHECK(j["recipe"]["master_weights"] == "none");
+}
+
+TEST_CASE("a config and its preset estimate the same") {
+    const std::vector<std::string> shape{"--batch", "4", "--seq", "512", "--json"};
+    auto with = [&](std::vector<std::string> head) {
+        head.insert(head.end(), shape.begin(), shape.end());
+        return head;
+    };
+    const json preset = run_json(with({"estimate", "--model", "bert-large"}));
+    const json config = run_json(with({"estimate", "--config", data_dir + "/hf_configs/bert-large.json"}));
+    CHECK(preset["params"] == 335143938);
+    CHECK(config["params"] == preset["params"]);
+    CHECK(config["ledger"] == preset["ledger"]);
+    CHECK(config["peak_bytes"] == preset["peak_bytes"]);
+    CHECK(config["config"] == data_dir + "/hf_configs/bert-large.json");
+    CHECK(config["task_from"] == "architectures (BertForSequenceClassification)");
+}
+
+TEST_CASE("recipe flags reach the estimate") {
+    SECTION("master weights: an fp32 copy of half weights") {
+        const json j = run_json({"estimate", "--model", "gpt2", "--batch", "1", "--seq", "8", "--weights", "fp16",
+                                 "--master-weights", "fp32", "--json"});
+        CHECK(j["ledger"]["master_weights"] == 124439808ULL * 4);
+        CHECK(j["ledger"]["weights"] == 124439808ULL * 2);
+    }
+    SECTION("--num-labels") {
+        const json j = run_json({"estimate", "--model", "bert-base", "--batch", "1", "--seq", "8", "--num-labels", "3",
+                                 "--json"});
+        CHECK(j["params"] == 109483778 + 769);
+        CHECK(j["num_labels"] == 3);
+    }
+    SECTION("--task seq-cls on a decoder preset") {
+        const json j = run_json({"estimate", "--model", "gpt2", "--task", "seq-cls", "--batch", "1", "--seq", "8",
+                                 "--json"});
+        CHECK(j["task"] == "seq-cls");
+        CHECK(j["params"] == 124439808 + 2 * 768);
+    }
+    SECTION("--inference: optimizer none, nothing trainable") {
+        const json j = run_json({"estimate", "--model", "gpt2", "--batch", "1", "--seq", "8", "--inference", "--json"});
+        CHECK(j["recipe"]["optimizer"] == "none");
+        CHECK(j["trainable_params"] == 0);
+        CHECK(j["ledger"]["gradients"] == 0);
+        // --optimizer none is allowed with --inference
+        CHECK(run({"estimate", "--model", "gpt2", "--batch", "1", "--seq", "8", "--inference", "--optimizer", "none"})
+                  .status == 0);
+    }
+    SECTION("LoRA: adapters only are trainable") {
+        const json j = run_json({"estimate", "--model", "llama-3.2-1b", "--batch", "1", "--seq", "8", "--lora-rank",
+                                 "8", "--lora-targets", "q_proj, v_proj", "--json"});
+        CHECK(j["trainable_params"] == 851968);
+        CHECK(j["recipe"]["lora_targets"] == json::array({"q_proj", "v_proj"}));
+    }
+    SECTION("T5 target length") {
+        const json j = run_json({"estimate", "--config", data_dir + "/hf_configs/t5-small.json", "--batch", "8",
+                                 "--seq", "512", "--target-seq", "128", "--json"});
+        CHECK(j["target_seq"] == 128);
+        CHECK(j["params"] == 60506624);
+    }
+}
+
+TEST_CASE("the table lists every ledger entry and phase") {
+    const result r = run({"estimate", "--model", "t5-small", "--batch", "1", "--seq", "8"});
+    REQUIRE(r.status == 0);
+    CHECK(r.err.empty());
+    anatomy::for_each_entry(anatomy::memory_ledger{}, [&](std::string_view name, anatomy::bytes) {
+        CAPTURE(name);
+        CHECK(r.out.find("\n" + std::string(name) + " ") != std::string::npos);
+    });
+    anatomy::detail::for_each_field(anatomy::phase_peaks{}, [&](std::string_view name, anatomy::bytes) {
+        CAPTURE(name);
+        CHECK(r.out.find("\n" + std::string(name) + " ") != std::string::npos);
+    });
+    CHECK(r.out.find("\npeak ") != std::string::npos);
+    CHECK(r.out.find("\nreserved ") != std::string::npos);
+    CHECK(r.out.find("60,506,624") != std::string::npos);
+}
+
+TEST_CASE("max-batch") {
+    SECTION("the library's answer, with the estimate at that batch") {
+        const json j = run_json({"max-batch", "--model", "gpt2", "--seq", "1024", "--budget", "15GiB", "--json"});
+        const std::uint64_t expected =
+            anatomy::max_batch(anatomy::presets::gpt2, anatomy::recipe{}, anatomy::shape{.seq = 1024}, 15 * anatomy::GiB);
+        CHECK(j["max_batch"] == expected);
+        CHECK(j["budget_bytes"] == 15 * anatomy::GiB.count);
+        CHECK(j["capped"] == (expected == anatomy::max_batch_search_limit));
+        CHECK(j["at_batch"] == std::max<std::uint64_t>(expected, 1));
+        CHECK(j.contains("peak_bytes"));
+        CHECK(j.contains("reserved_bytes"));
+    }
+    SECTION("0 when batch 1 does not fit") {
+        const json j = run_json({"max-batch", "--model", "llama-3-8b", "--seq", "8", "--budget", "1GiB", "--json"});
+        CHECK(j["max_batch"] == 0);
+        CHECK(j["at_batch"] == 1);
+        const result r = run({"max-batch", "--model", "llama-3-8b", "--seq", "8", "--budget", "1GiB"});
+        CHECK(r.out.find("max batch 0: even batch 1 does not fit") != std::string::npos);
+    }
+}
+
+TEST_CASE("presets --json lists every preset") {
+    const json j = run_json({"presets", "--json"});
+    REQUIRE(j["presets"].size() == anatomy::presets::all.size());
+    for (std::size_t i = 0; i < anatomy::presets::all.size(); ++i) {
+        const auto& p = anatomy::presets::all[i];
+        CHECK(j["presets"][i]["name"] == p.name);
+        CHECK(j["presets"][i]["params"] == anatomy::parameter_count(anatomy::lower(p.spec)));
+    }
+}
+
+TEST_CASE("errors: one line on stderr, nothing on stdout, status 1 or 2") {
+    const auto [status, args] = GENERATE(table<int, std::vector<std::string>>({
+        {2, {"estimate", "--model", "gpt2", "--seq", "8"}},
+        {2, {"estimate", "--model", "gpt2", "--batch", "1", "--seq", "8", "--nope"}},
+        {2, {"estimate", "--model", "gpt2", "--batch", "-1", "--seq", "8"}},
+        {2, {"max-batch", "--model", "gpt2", "--seq", "8", "--budget", "15 parsecs"}},
+        {2, {"estimate", "--model", "gpt2", "--batch", "1", "--seq", "8", "--optimizer"}},
+        {2, {"presets", "--batch", "1"}},
+        {1, {"estimate", "--config", "/nonexistent/config.json", "--batch", "1", "--seq", "8"}},
+        {1, {"estimate", "--config", ANATOMY_CLI_DATA "/bad/malformed.json", "--batch", "1", "--seq", "8"}},
+        {1, {"estimate", "--model", "llama-3-70b", "--batch", "1000000000000", "--seq", "100000000"}},
+        {1, {"max-batch", "--config", ANATOMY_CLI_DATA "/bad/overflow.json", "--seq", "8", "--budget", "1GiB"}},
+    }));
+    const result r = run(args);
+    CAPTURE(args, r.err);
+    CHECK(r.status == status);
+    CHECK(r.out.empty());
+    CHECK(r.err.starts_with("anatomy: "));
+    CHECK(r.err.find('\n') == r.err.size() - 1);
+}
