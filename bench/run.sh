@@ -12,9 +12,9 @@
 # Exit status: 0 if every target is met, 1 if one is missed, 2 if something
 # could not be built or run. Environment: REPS (benchmark repetitions, default 5),
 # COMPILE_RUNS (default 5), CLI_RUNS (default 200), CMAKE_ARGS (extra configure args),
-# ANATOMY_INCLUDE (measure a copy of the headers instead of this tree's include/,
-# e.g. a snapshot taken while others edit them: it is put first on the include
-# path through CMAKE_CXX_FLAGS, and compile_time.sh reads it too).
+# SNAPSHOT=1 (build and measure a copy of the tree taken at the start, under
+# BUILD_DIR/snapshot, so that edits made by others during the run do not mix in),
+# ANATOMY_INCLUDE (implies SNAPSHOT=1: the copy takes its include/ from there).
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -40,19 +40,29 @@ record() {  # record NAME FIGURE TARGET VERDICT
 changed=$(git -C "$root" status --porcelain -- include 2>/dev/null | awk '{ print $2 }' | tr '\n' ' ')
 echo "== source: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')" \
     "${changed:++ uncommitted changes in include/: $changed}"
-inc_dir=${ANATOMY_INCLUDE:-$root/include}
-[[ -n ${ANATOMY_INCLUDE:-} ]] && echo "== headers measured: $ANATOMY_INCLUDE"
-echo "== headers' content hash: $(cd "$inc_dir" && find . -type f | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-12)" \
+src=$root
+mkdir -p "$build"
+if [[ -n ${SNAPSHOT:-} || -n ${ANATOMY_INCLUDE:-} ]]; then
+    src="$build/snapshot"
+    rm -rf "$src" && mkdir -p "$src"
+    cp -r "$root/CMakeLists.txt" "$root/cmake" "$root/bench" "$root/examples" "$src/"
+    cp -r "${ANATOMY_INCLUDE:-$root/include}" "$src/include"
+    export ANATOMY_INCLUDE="$src/include"  # for compile_time.sh
+    echo "== measuring a snapshot: $src"
+fi
+# A build dir configured from another source dir must be configured afresh.
+if [[ -f $build/CMakeCache.txt ]] && ! grep -qxF "CMAKE_HOME_DIRECTORY:INTERNAL=$src" "$build/CMakeCache.txt"; then
+    rm -rf "$build/CMakeCache.txt" "$build/CMakeFiles"
+fi
+echo "== headers' content hash: $(cd "$src/include" && find . -type f | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-12)" \
     "(cd include && find . -type f | LC_ALL=C sort | xargs sha256sum | sha256sum)"
 echo "== configure + build ($build, Release)"
 # Tests are left out: the bench build must not depend on the test framework.
 # Examples stay on: they build the CLI that cli_latency.sh times; if they cannot
 # be configured (CLI11 or nlohmann_json missing), the bench is built without them.
-mkdir -p "$build"
 configure() {
-    cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DANATOMY_BUILD_BENCH=ON \
-        -DANATOMY_BUILD_TESTS=OFF -DANATOMY_BUILD_EXAMPLES="$1" \
-        -DCMAKE_CXX_FLAGS="${ANATOMY_INCLUDE:+-I$ANATOMY_INCLUDE}" "${cmake_extra[@]}" >"$build/configure.log" 2>&1
+    cmake -S "$src" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DANATOMY_BUILD_BENCH=ON \
+        -DANATOMY_BUILD_TESTS=OFF -DANATOMY_BUILD_EXAMPLES="$1" "${cmake_extra[@]}" >"$build/configure.log" 2>&1
 }
 if ! configure ON; then
     echo "run.sh: configure with the examples failed (see $build/configure.log); retrying without the CLI" >&2
@@ -83,8 +93,11 @@ if "$build/bench/anatomy_bench_runtime" --benchmark_repetitions="$reps" --benchm
     # The worst (by median CPU time) benchmark whose name starts with $1: "cpu_ns real_ns name".
     # CPU time is checked: on a shared machine real time also counts the time
     # the benchmark waits for a core; on an idle one the two agree.
+    # With REPS=1 Google Benchmark writes no aggregates: the single runs stand for the medians.
+    rows='def rows: if any(.benchmarks[]; .aggregate_name == "median")
+        then .benchmarks[] | select(.aggregate_name == "median") else .benchmarks[] | select(.run_type == "iteration") end;'
     worst() {
-        jq -r --arg p "$1" '[.benchmarks[] | select(.aggregate_name == "median" and (.run_name | startswith($p)))
+        jq -r --arg p "$1" "$rows"' [rows | select(.run_name | startswith($p))
             | ({"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[.time_unit]) as $u
             | {n: .run_name, c: (.cpu_time * $u), r: (.real_time * $u)}] | max_by(.c) | "\(.c) \(.r) \(.n)"' "$json"
     }
@@ -95,6 +108,11 @@ if "$build/bench/anatomy_bench_runtime" --benchmark_repetitions="$reps" --benchm
     record "one estimate (worst preset)" "$(figure "$est_cpu" "$est_real" 2)" "<= 1 us" "$(verdict "$est_cpu" 1000)"
     record "one max_batch solve (worst)" "$(figure "$mb_cpu" "$mb_real" 1)" "<= 50 us" "$(verdict "$mb_cpu" 50000)"
     echo "  worst estimate: $est_name; worst max_batch: $mb_name (checked on median CPU time)"
+    echo "  per case (median CPU time):"
+    jq -r "$rows"' rows
+        | ({"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[.time_unit]) as $u
+        | "    \(.run_name | sub("_case"; ""))  \(.cpu_time * $u / 1e3 * 100 | round / 100) us"
+          + (if .max_batch then "  (answer \(.max_batch))" else "" end)' "$json"
 else
     record "one estimate" "-" "<= 1 us" "NOT RUN"
     record "one max_batch solve" "-" "<= 50 us" "NOT RUN"
@@ -103,7 +121,7 @@ fi
 echo
 echo "== CLI call"
 if [[ -x $cli ]]; then
-    out=$("$here/cli_latency.sh" "$cli" "${CLI_RUNS:-200}")
+    out=$("$src/bench/cli_latency.sh" "$cli" "${CLI_RUNS:-200}")
     rc=$?
     echo "$out"
     ms=$(sed -n 's/.*median \([0-9.]*\) ms,.*/\1/p' <<<"$out" | head -n1)
@@ -119,7 +137,7 @@ fi
 
 echo
 echo "== compile time"
-out=$("$here/compile_time.sh" "${COMPILE_RUNS:-5}")
+out=$("$src/bench/compile_time.sh" "${COMPILE_RUNS:-5}")
 rc=$?
 echo "$out"
 ratio=$(sed -n 's/.*= \([0-9.]*\)x (.*/\1/p' <<<"$out" | tail -n1)

@@ -12,7 +12,9 @@
 #include "support.hpp"
 
 #include <anatomy/anatomy.hpp>
+#include <anatomy/explain.hpp>
 #include <anatomy/format.hpp>
+#include <anatomy/reserved.hpp>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -54,8 +56,8 @@ template <class... Args>
 // that every message follows one style.
 struct raw_options {
     std::string config, model, task, batch, seq, target_seq, weights, autocast, master, optimizer, attention,
-        grad_accum, lora_rank, lora_targets, num_labels, budget;
-    bool grad_checkpointing = false, inference = false, kv_cache = false, json = false;
+        grad_accum, lora_rank, lora_targets, num_labels, budget, gpu;
+    bool grad_checkpointing = false, inference = false, kv_cache = false, json = false, explain = false;
 };
 
 // What one estimate or max-batch command asks for.
@@ -68,6 +70,7 @@ struct request {
     std::vector<std::string> lora_targets;
     shape s{};
     bytes budget{};
+    std::optional<gpu_spec> gpu;
 
     // The recipe views this request's strings: use it while the request lives.
     recipe make_recipe() const {
@@ -115,6 +118,12 @@ Enum parse_enum(std::string_view flag, std::string_view text) {
           choices<Enum>());
 }
 
+inline std::string gpu_names() {
+    std::string out;
+    for (const gpu_spec& g : gpus) out += fmt::format("{}{}", out.empty() ? "" : ", ", g.name);
+    return out;
+}
+
 inline std::string preset_names() {
     std::string out;
     for (const auto& p : presets::all) {
@@ -159,6 +168,8 @@ inline void add_model_flags(CLI::App& app, raw_options& o, bool with_batch) {
         ->type_name("N");
     app.add_flag("--inference", o.inference, "a forward pass under no_grad: no gradients, no optimizer");
     app.add_flag("--kv-cache", o.kv_cache, "with --inference: use_cache=True");
+    app.add_option("--gpu", o.gpu, "a card from the catalogue (" + gpu_names() + "): fit against its memory")
+        ->type_name("NAME");
     app.add_flag("--json", o.json, "print one JSON object");
 }
 
@@ -254,6 +265,14 @@ inline request build_request(const raw_options& o, bool with_batch) {
         }
         if (q.budget.count == 0) usage("--budget: must be > 0, got \"{}\"", shorten(o.budget));
     }
+    if (!o.gpu.empty()) {
+        q.gpu = find_gpu(o.gpu);
+        if (!q.gpu) usage("--gpu: unknown card \"{}\"; choose one of {}", shorten(o.gpu), gpu_names());
+        if (!o.budget.empty())
+            usage("--gpu and --budget exclude each other: --gpu {} sets the budget to the card minus its context",
+                  o.gpu);
+        q.budget = allocator_budget(*q.gpu);
+    }
     if (!o.model.empty()) {
         const std::optional<model_spec> preset = presets::find(o.model);
         if (!preset)
@@ -327,17 +346,28 @@ inline std::string shape_text(const request& q, bool with_batch) {
     return out;
 }
 
+// An estimate with what the allocator replay adds: reserved memory.
+struct estimate_result {
+    memory_estimate e;
+    allocator_replay replay;
+};
+
+inline bytes device_need(const estimate_result& x, const recipe& r) {
+    return x.replay.peak_reserved + cublas_workspace(r);
+}
+
 [[noreturn]] inline void overflowed(const request& q, bool with_batch) {
     input("the estimate overflows 64 bits ({}, {}); use a smaller batch, sequence or model", q.model_name,
           shape_text(q, with_batch));
 }
 
-inline memory_estimate run_estimate(const request& q, const shape& s, bool with_batch) {
+inline estimate_result run_estimate(const request& q, const shape& s, bool with_batch) {
     try {
         // Token counts must fit 64 bits even where the estimate does not use them all;
         // bytes arithmetic is checked, so count them as bytes.
         (void)(s.batch * (s.seq * B) + s.batch * (target_length(s) * B));
-        return estimate(q.model, q.make_recipe(), s);
+        const recipe r = q.make_recipe();
+        return {estimate(q.model, r, s), replay_allocator(q.model, r, s)};
     } catch (const overflow_error&) {
         overflowed(q, with_batch);
     } catch (const anatomy::error& e) {
@@ -375,11 +405,22 @@ inline void print_header(std::ostream& out, const request& q, bool with_batch) {
     out << fmt::format("{:<10}{}\n", "recipe", recipe_text(q));
 }
 
-inline void print_estimate(std::ostream& out, const memory_estimate& e) {
+inline void print_estimate(std::ostream& out, const estimate_result& x) {
+    const memory_estimate& e = x.e;
     out << fmt::format("{:<18}{:>17}\n", "params", grouped(e.params));
     out << fmt::format("{:<18}{:>17}\n\n", "trainable params", grouped(e.trainable_params));
     constexpr std::string_view row = "{:<18}{:>24}{:>13}{:>12.2f}{:>10.2f}\n";
-    out << fmt::format("{:<18}{:>24}{:>13}{:>12}{:>10}\n", "entry", "bytes", "size", "MiB", "B/param");
+    constexpr std::string_view heading = "{:<18}{:>24}{:>13}{:>12}{:>10}\n";
+    out << fmt::format(fmt::runtime(heading), "model state", "bytes", "size", "MiB", "B/param");
+    for_each_entry(e.model_state, [&](std::string_view name, bytes b) {
+        if (name == "activations" || name == "temporaries" || name == "allocator_rounding") return;
+        out << fmt::format(fmt::runtime(row), name, grouped(b.count), b, in_mib(b), per_param(b, e.params));
+    });
+    const bytes state = total(e.model_state);
+    out << fmt::format(fmt::runtime(row), "total", grouped(state.count), state, in_mib(state),
+                       per_param(state, e.params));
+
+    out << fmt::format("\n{:<18}{:>24}{:>13}{:>12}{:>10}\n", "at the peak", "bytes", "size", "MiB", "B/param");
     for_each_entry(e.ledger, [&](std::string_view name, bytes b) {
         out << fmt::format(fmt::runtime(row), name, grouped(b.count), b, in_mib(b), per_param(b, e.params));
     });
@@ -393,8 +434,46 @@ inline void print_estimate(std::ostream& out, const memory_estimate& e) {
     });
     out << '\n';
     out << fmt::format(fmt::runtime(phase_row), "peak", grouped(e.peak.count), e.peak, in_mib(e.peak));
-    out << fmt::format(fmt::runtime(phase_row), "reserved", grouped(e.reserved.count), e.reserved,
-                       in_mib(e.reserved));
+    const bytes reserved = x.replay.peak_reserved;
+    out << fmt::format(fmt::runtime(phase_row), "reserved", grouped(reserved.count), reserved, in_mib(reserved));
+    const bytes replayed = x.replay.peak_allocated;
+    out << fmt::format("{:<18}{:>24}{:>13}{:>12.2f}  (allocator replay, whole-block slack included)\n",
+                       "replayed peak", grouped(replayed.count), replayed, in_mib(replayed));
+}
+
+inline void print_fit(std::ostream& out, const request& q, const estimate_result& x) {
+    const recipe r = q.make_recipe();
+    const bytes needed = device_need(x, r);
+    out << fmt::format("\n{} ({} total, context {}): needs {} = reserved {} + cuBLAS workspaces {}; {}\n",
+                       q.gpu->name, q.gpu->total, q.gpu->context, needed, x.replay.peak_reserved,
+                       cublas_workspace(r),
+                       needed <= q.budget ? fmt::format("fits, {} to spare", q.budget - needed)
+                                          : fmt::format("does not fit by {}", needed - q.budget));
+}
+
+inline void print_explain(std::ostream& out, const request& q) {
+    const memory_snapshot snap = explain(q.model, q.make_recipe(), q.s);
+    out << fmt::format("\npredicted snapshot: the {} phase peaks at {}\n", snap.phase, snap.estimate.peak);
+    out << fmt::format("{:<56}{:<28}{:>6}{:>14}{:>14}\n", "tensor", "where", "count", "each MiB", "total MiB");
+    for (const snapshot_row& row : snap.rows)
+        out << fmt::format("{:<56}{:<28}{:>6}{:>14.2f}{:>14.2f}\n", row.what, row.where, row.count, in_mib(row.each),
+                           in_mib(row.total()));
+}
+
+inline ojson explain_json(const request& q) {
+    const memory_snapshot snap = explain(q.model, q.make_recipe(), q.s);
+    ojson rows = ojson::array();
+    for (const snapshot_row& row : snap.rows)
+        rows.push_back(ojson{{"what", row.what}, {"where", row.where}, {"count", row.count},
+                             {"bytes_each", row.each.count}, {"bytes", row.total().count}});
+    return ojson{{"phase", snap.phase}, {"tensors", std::move(rows)}};
+}
+
+inline ojson gpu_json(const request& q, const estimate_result& x) {
+    const bytes needed = device_need(x, q.make_recipe());
+    return ojson{{"name", q.gpu->name},          {"total_bytes", q.gpu->total.count},
+                 {"context_bytes", q.gpu->context.count}, {"budget_bytes", q.budget.count},
+                 {"needed_bytes", needed.count}, {"fits", needed <= q.budget}};
 }
 
 inline ojson spec_json(const model_spec& m) {
@@ -453,11 +532,18 @@ inline ojson inputs_json(std::string_view command, const request& q, bool with_b
     return j;
 }
 
-inline void add_estimate_json(ojson& j, const memory_estimate& e) {
+inline void add_estimate_json(ojson& j, const estimate_result& x) {
+    const memory_estimate& e = x.e;
     j["params"] = e.params;
     j["trainable_params"] = e.trainable_params;
+    ojson state = ojson::object();
+    for_each_entry(e.model_state, [&](std::string_view name, bytes b) {
+        if (name != "activations" && name != "temporaries" && name != "allocator_rounding") state[std::string(name)] = b.count;
+    });
+    j["model_state"] = std::move(state);
     j["peak_bytes"] = e.peak.count;
-    j["reserved_bytes"] = e.reserved.count;
+    j["reserved_bytes"] = x.replay.peak_reserved.count;
+    j["replayed_peak_bytes"] = x.replay.peak_allocated.count;
     ojson phases = ojson::object();
     for_each_phase(e.phases, [&](std::string_view name, bytes b) { phases[std::string(name)] = b.count; });
     j["phases"] = std::move(phases);
@@ -470,16 +556,20 @@ inline void add_estimate_json(ojson& j, const memory_estimate& e) {
 
 inline void cmd_estimate(const raw_options& o, std::ostream& out) {
     const request q = build_request(o, true);
-    const memory_estimate e = run_estimate(q, q.s, true);
+    const estimate_result e = run_estimate(q, q.s, true);
     if (o.json) {
         ojson j = inputs_json("estimate", q, true);
         add_estimate_json(j, e);
+        if (q.gpu) j["gpu"] = gpu_json(q, e);
+        if (o.explain) j["explain"] = explain_json(q);
         out << j.dump(2) << '\n';
         return;
     }
     print_header(out, q, true);
     out << '\n';
     print_estimate(out, e);
+    if (q.gpu) print_fit(out, q, e);
+    if (o.explain) print_explain(out, q);
 }
 
 inline void cmd_max_batch(const raw_options& o, std::ostream& out) {
@@ -494,7 +584,7 @@ inline void cmd_max_batch(const raw_options& o, std::ostream& out) {
     }
     shape at = q.s;
     at.batch = std::max<std::uint64_t>(best, 1);
-    const memory_estimate e = run_estimate(q, at, false);
+    const estimate_result e = run_estimate(q, at, false);
     const bool capped = best == max_batch_search_limit;
     const std::string cap_note = fmt::format(
         "the batch is capped at the search limit ({}): the true maximum may be larger", max_batch_search_limit);
@@ -506,21 +596,23 @@ inline void cmd_max_batch(const raw_options& o, std::ostream& out) {
         j["capped"] = capped;
         j["at_batch"] = at.batch;
         add_estimate_json(j, e);
+        if (q.gpu) j["gpu"] = gpu_json(q, e);
         out << j.dump(2) << '\n';
         return;
     }
     print_header(out, q, false);
-    out << fmt::format("{:<10}{} ({} bytes), checked against the reserved memory\n\n", "budget", q.budget,
-                       grouped(q.budget.count));
+    out << fmt::format("{:<10}{} ({} bytes){}, checked against the reserved memory plus cuBLAS workspaces\n\n",
+                       "budget", q.budget, grouped(q.budget.count),
+                       q.gpu ? fmt::format(": {} minus its CUDA context", q.gpu->name) : std::string());
     if (best == 0) {
-        out << fmt::format("max batch 0: even batch 1 does not fit; it reserves {} ({} bytes) > {}\n", e.reserved,
-                           grouped(e.reserved.count), q.budget);
+        out << fmt::format("max batch 0: even batch 1 does not fit; it needs {} ({} bytes) > {}\n",
+                           device_need(e, q.make_recipe()), grouped(device_need(e, q.make_recipe()).count), q.budget);
     } else {
         out << fmt::format("max batch {}\n", best);
         if (capped) out << "note: " << cap_note << '\n';
     }
-    out << fmt::format("at batch {}: peak {} ({} bytes), reserved {} ({} bytes)\n", at.batch, e.peak,
-                       grouped(e.peak.count), e.reserved, grouped(e.reserved.count));
+    out << fmt::format("at batch {}: peak {} ({} bytes), reserved {} ({} bytes)\n", at.batch, e.e.peak,
+                       grouped(e.e.peak.count), e.replay.peak_reserved, grouped(e.replay.peak_reserved.count));
 }
 
 inline void cmd_presets(bool as_json, std::ostream& out) {
@@ -565,11 +657,12 @@ inline int run(const std::vector<std::string>& args, std::ostream& out, std::ost
         bool presets_json = false;
         CLI::App* est = app.add_subcommand("estimate", "predict the memory of one training (or inference) step");
         add_model_flags(*est, estimate_opts, true);
-        CLI::App* mb = app.add_subcommand("max-batch", "the largest batch whose reserved memory fits --budget");
+        est->add_flag("--explain", estimate_opts.explain, "list the tensors alive when the step peaks");
+        CLI::App* mb = app.add_subcommand("max-batch", "the largest batch that trains under --budget (or --gpu)");
         add_model_flags(*mb, max_batch_opts, false);
-        mb->add_option("--budget", max_batch_opts.budget, "device memory to fit, e.g. 15GiB, 80GB, 512MiB")
-            ->type_name("SIZE")
-            ->required();
+        mb->add_option("--budget", max_batch_opts.budget,
+                       "the caching allocator's cap, e.g. 15GiB, 80GB, 512MiB (or pass --gpu)")
+            ->type_name("SIZE");
         CLI::App* pre = app.add_subcommand("presets", "list the built-in models");
         pre->add_flag("--json", presets_json, "print one JSON object");
 
@@ -598,6 +691,8 @@ inline int run(const std::vector<std::string>& args, std::ostream& out, std::ost
                 << '\n';
             return exit_usage_error;
         }
+        if (mb->parsed() && max_batch_opts.budget.empty() && max_batch_opts.gpu.empty())
+            usage("max-batch: pass --budget SIZE (e.g. 15GiB) or --gpu NAME");
         if (est->parsed()) cmd_estimate(estimate_opts, out);
         else if (mb->parsed()) cmd_max_batch(max_batch_opts, out);
         else cmd_presets(presets_json, out);

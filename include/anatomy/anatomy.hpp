@@ -7,7 +7,9 @@
 #include <anatomy/dtype.hpp>
 #include <anatomy/error.hpp>
 #include <anatomy/estimate.hpp>
+#include <anatomy/gpu.hpp>
 #include <anatomy/graph.hpp>
+#include <anatomy/kernels.hpp>
 #include <anatomy/ledger.hpp>
 #include <anatomy/max_batch.hpp>
 #include <anatomy/model.hpp>
@@ -17,3 +19,4 @@
 #include <anatomy/presets.hpp>
 #include <anatomy/recipe.hpp>
 #include <anatomy/shape.hpp>
+#include <anatomy/timeline.hpp>

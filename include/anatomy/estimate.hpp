@@ -31,8 +31,9 @@ struct memory_estimate {
     memory_ledger model_state{};  // weights, gradients, master weights, optimizer state: exact bytes
     memory_ledger ledger{};       // what is alive at the peak, entry by entry; sums to `peak`
     phase_peaks phases{};
-    bytes peak{};      // the largest phase peak: what max_memory_allocated shows
-    bytes reserved{};  // what the caching allocator holds at the peak
+    bytes peak{};  // the largest phase peak: what max_memory_allocated shows
+    // What the caching allocator reserves depends on the order of every
+    // allocation: replay_allocator (reserved.hpp) replays it.
 };
 
 // One parameter tensor of the model, repeated `copies` times (once per layer).
@@ -190,7 +191,6 @@ struct step_peaks {
     std::int64_t grads_at_backward_peak = 0;  // parameter gradients alive at the backward peak
 };
 
-// Walks forward then backward over the stages, from `base` live bytes.
 // A run of identical layers. A block stage is one run, or two when its first
 // layer differs: its input needs no gradient (frozen embeddings under LoRA)
 // while every later layer's input does.
@@ -222,9 +222,11 @@ constexpr stage_plan plan_stage(const stage& st, const model_spec& m, const reci
     return plan;
 }
 
-// Walks forward then backward over the stages, from `base` live bytes.
+// Walks forward then backward over the stages, from `base` live bytes. With
+// an allocator, every layer is walked in turn and every allocation reported
+// to it; without one, a run of identical layers is walked once.
 constexpr step_peaks walk_step(const op_graph& graph, const model_spec& m, const recipe& r, const shape& s,
-                               std::int64_t base, bool grads_exist) {
+                               std::int64_t base, bool grads_exist, caching_allocator* allocator = nullptr) {
     step_peaks p{};
     running fwd{.live = base, .peak = base};
     const bool training = !r.inference;
@@ -232,6 +234,7 @@ constexpr step_peaks walk_step(const op_graph& graph, const model_spec& m, const
     stage_input_info previous{};
     stage_input_info encoder{};
     std::int64_t autocast_cache = 0;
+    std::int64_t held_embedding = 0;
     for (std::size_t i = 0; i < graph.stages.size(); ++i) {
         const stage& st = graph.stages[i];
         plans[i] = plan_stage(st, m, r, s, previous, encoder);
@@ -242,33 +245,58 @@ constexpr step_peaks walk_step(const op_graph& graph, const model_spec& m, const
         for (std::size_t k = 0; k < plans[i].run_count; ++k) {
             const layer_run& run = plans[i].runs[k];
             const expansion ex = expand(st, m, r, s, run.input, encoder);
-            stage_walk walk(ex.kernels, handoff(ex, st).slot, run.input, encoder);
-            const live_bytes one = walk.forward(training && !checkpointed, checkpointed);
-            const std::int64_t held = first_layers && k == 0 && walk.input_freed() && st.repeat > 1
-                                          ? live_bytes::signed_size(previous.size)
-                                          : 0;
-            fwd.live += held;
-            fwd.repeat(one, run.repeat);
-            fwd.live -= held;
-            autocast_cache += static_cast<std::int64_t>(run.repeat) * live_bytes::signed_size(walk.autocast_cache());
+            const tensor_slot out = handoff(ex, st).slot;
+            const std::uint64_t walks = allocator ? run.repeat : 1;
+            for (std::uint64_t w = 0; w < walks; ++w) {
+                stage_walk walk(ex.kernels, out, run.input, encoder);
+                walk.observe(allocator);
+                // Replaying, the first layer keeps the embedding output, which
+                // is released when the layers are done.
+                const bool pin = allocator && first_layers && k == 0 && w == 0 && st.repeat > 1 && !checkpointed;
+                const live_bytes one = walk.forward(training && !checkpointed, checkpointed || pin);
+                const std::int64_t held = !allocator && first_layers && k == 0 && walk.input_freed() && st.repeat > 1
+                                              ? live_bytes::signed_size(previous.size)
+                                              : 0;
+                fwd.live += held;
+                fwd.repeat(one, run.repeat / walks);
+                fwd.live -= held;
+                if (pin && walk.input_pinned_only()) {
+                    held_embedding = live_bytes::signed_size(previous.size);
+                }
+                autocast_cache += static_cast<std::int64_t>(run.repeat / walks) *
+                                  live_bytes::signed_size(walk.autocast_cache());
+            }
+        }
+        if (held_embedding > 0 && st.block) {
+            allocator->release(bytes{static_cast<std::uint64_t>(held_embedding)});
+            fwd.live -= held_embedding;
+            held_embedding = 0;
         }
         previous = plans[i].out.output;
         if (st.encoder_output) encoder = previous;
     }
     fwd.live -= autocast_cache;  // autocast's region ends with the forward
+    if (allocator) allocator->release_all(tensor_owner::cache);
     p.forward = fwd.peak;
     p.after_forward = fwd.live;
-    if (!training) return p;
+    if (!training) {
+        if (allocator) allocator->release_all(tensor_owner::step);
+        return p;
+    }
 
     running bwd{.live = fwd.live, .peak = fwd.live};
+    const auto allocate = [&](bytes b) {
+        bwd.live += live_bytes::signed_size(b);
+        if (allocator) allocator->allocate(b, tensor_owner::step);
+    };
     bool encoder_grad_allocated = false;
     for (std::size_t i = graph.stages.size(); i-- > 0;) {
         const stage& st = graph.stages[i];
-        if (i + 1 == graph.stages.size()) bwd.live += live_bytes::signed_size(plans[i].out.output.size);  // d(loss)
+        if (i + 1 == graph.stages.size()) allocate(plans[i].out.output.size);  // d(loss)
         const bool encoder_grad = reads_encoder(st);
         if (encoder_grad && !encoder_grad_allocated) {
             // Every cross-attention adds into one gradient of the encoder output.
-            bwd.live += live_bytes::signed_size(encoder.size);
+            allocate(encoder.size);
             encoder_grad_allocated = true;
         }
         const bool checkpointed = r.grad_checkpointing && st.block;
@@ -276,25 +304,36 @@ constexpr step_peaks walk_step(const op_graph& graph, const model_spec& m, const
             const layer_run& run = plans[i].runs[k];
             const expansion ex = expand(st, m, r, s, run.input, encoder);
             const stage_handoff out = handoff(ex, st);
-            stage_walk walk(ex.kernels, out.slot, run.input, encoder);
-            live_bytes one{};
-            if (checkpointed) {
-                // Recompute the layer with autograd on, run its backward, then
-                // drop the recomputed output and the checkpoint's saved input.
-                const live_bytes recompute = walk.forward(true, true);
-                const live_bytes back = walk.backward(grads_exist, encoder_grad);
-                one = back;
-                one.peak = std::max(recompute.peak, recompute.now + back.peak);
-                one.grads_at_peak = recompute.peak > recompute.now + back.peak ? 0 : back.grads_at_peak;
-                one.now = recompute.now + back.now - live_bytes::signed_size(out.output.size) -
-                          live_bytes::signed_size(run.input.size);
-            } else {
-                (void)walk.forward(true, false);
-                one = walk.backward(grads_exist, encoder_grad);
+            const std::uint64_t walks = allocator ? run.repeat : 1;
+            for (std::uint64_t w = 0; w < walks; ++w) {
+                stage_walk walk(ex.kernels, out.slot, run.input, encoder);
+                live_bytes one{};
+                if (checkpointed) {
+                    // Recompute the layer with autograd on, run its backward,
+                    // then drop the recomputed output and the checkpoint's input.
+                    walk.observe(allocator);
+                    const live_bytes recompute = walk.forward(true, true);
+                    const live_bytes back = walk.backward(grads_exist, encoder_grad);
+                    one = back;
+                    one.peak = std::max(recompute.peak, recompute.now + back.peak);
+                    one.grads_at_peak = recompute.peak > recompute.now + back.peak ? 0 : back.grads_at_peak;
+                    one.now = recompute.now + back.now - live_bytes::signed_size(out.output.size) -
+                              live_bytes::signed_size(run.input.size);
+                    if (allocator) {
+                        allocator->release(out.output.size);
+                        allocator->release(run.input.size);
+                    }
+                } else {
+                    (void)walk.forward(true, false);  // rebuilds what autograd saved, silently
+                    walk.observe(allocator);
+                    one = walk.backward(grads_exist, encoder_grad);
+                }
+                bwd.repeat(one, run.repeat / walks);
             }
-            bwd.repeat(one, run.repeat);
         }
     }
+    // The step's outputs (logits, the KV cache) die with the step.
+    if (allocator) allocator->release_all(tensor_owner::step);
     p.backward = bwd.peak;
     p.grads_at_backward_peak = bwd.grads_at_peak;
     return p;
@@ -339,7 +378,6 @@ constexpr memory_estimate estimate(const model_spec& model, const recipe& r, con
     l.allocator_rounding = state_blocks - state_logical;
     // Whatever else is alive at the peak belongs to the step's tensors.
     l.activations = e.peak - state_blocks - l.temporaries;
-    e.reserved = e.peak;
     return e;
 }
 

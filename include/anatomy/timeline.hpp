@@ -11,6 +11,7 @@
 
 #include <anatomy/allocator.hpp>
 #include <anatomy/bytes.hpp>
+#include <anatomy/caching_allocator.hpp>
 #include <anatomy/graph.hpp>
 #include <anatomy/kernels.hpp>
 
@@ -28,12 +29,14 @@ struct live_bytes {
     std::int64_t peak = 0;
     std::int64_t grads = 0;          // parameter gradients among `now`
     std::int64_t grads_at_peak = 0;  // and among `peak`
+    caching_allocator* allocator = nullptr;  // when set, sees every allocation and free
 
     static constexpr std::int64_t signed_size(bytes b) {
         if (b.count > static_cast<std::uint64_t>(INT64_MAX)) throw overflow_error("anatomy: a tensor overflows 63 bits; use smaller sizes");
         return static_cast<std::int64_t>(b.count);
     }
-    constexpr void add(bytes b) {
+    constexpr void add(bytes b, tensor_owner owner = tensor_owner::step) {
+        if (allocator) allocator->allocate(b, owner);
         const std::int64_t s = signed_size(b);
         if (now > INT64_MAX - s) throw overflow_error("anatomy: live memory overflows 63 bits; use smaller sizes");
         now += s;
@@ -44,9 +47,12 @@ struct live_bytes {
     }
     constexpr void add_grad(bytes b) {
         grads += signed_size(b);
-        add(b);
+        add(b, tensor_owner::gradient);
     }
-    constexpr void sub(bytes b) { now -= signed_size(b); }
+    constexpr void sub(bytes b) {
+        if (allocator) allocator->release(b);
+        now -= signed_size(b);
+    }
     // A transient: counted at its peak, then gone.
     constexpr void touch(bytes b) {
         add(b);
@@ -81,6 +87,7 @@ public:
     // stage returns: the caller's Python frame holds it.
     constexpr live_bytes forward(bool saving, bool keep_input) {
         live_bytes live{};
+        live.allocator = allocator_;
         saving_ = saving;
         const std::size_t input = index_of(input_slot);
         ++saved_[input];
@@ -94,7 +101,7 @@ public:
             if (saving && k.saves_weight_copy) {
                 live.add(k.weight_copy);
             } else if (k.caches_weight_copy) {
-                live.add(k.weight_copy);
+                live.add(k.weight_copy, tensor_owner::cache);
                 autocast_cache_ += k.weight_copy;
             } else {
                 live.touch(k.weight_copy);
@@ -113,12 +120,15 @@ public:
         --saved_[input];
         release_if_dead(input_slot, live);
         input_freed_ = freed_[input];
+        input_pinned_only_ = keep_input && saved_[input] == 1 && readers_[input] == 0;
         return live;
     }
 
     // Weight copies autocast's cache still holds: freed when autocast exits.
     constexpr bytes autocast_cache() const { return autocast_cache_; }
     constexpr bool input_freed() const { return input_freed_; }
+    // forward(_, true) kept the input only because it was asked to.
+    constexpr bool input_pinned_only() const { return input_pinned_only_; }
 
     // Backward of the same stage, after forward(true, ...). The gradient of the
     // stage output is alive on entry (the caller counted it); the gradient of
@@ -126,6 +136,7 @@ public:
     // from an earlier micro-step absorb the new ones, which are then transient.
     constexpr live_bytes backward(bool grads_exist, bool encoder_grad_alive) {
         live_bytes live{};
+        live.allocator = allocator_;
         grad_[index_of(root_of(output_))] = true;
         if (encoder_grad_alive) grad_[index_of(encoder_slot)] = true;
         for (std::size_t n = kernels_.size(); n-- > 0;) {
@@ -135,13 +146,18 @@ public:
                 release_saved(k, self, live);
                 continue;
             }
-            bytes transient = k.backward_workspace;
+            // Transients of this backward: its scratch, gradients summed into
+            // existing ones, and (accumulating) the new parameter gradients.
+            // Each is its own tensor; all are alive at once at worst.
+            std::array<bytes, 5> transients{k.backward_workspace};
+            std::size_t transient_count = 1;
             for (std::size_t j = 0; j < 3; ++j) {
                 if (k.in[j] == no_slot || !(k.grad_inputs >> j & 1u)) continue;
                 const std::size_t r = index_of(root_of(k.in[j]));
                 if (k.alias) continue;  // a view's gradient is its base's
-                if (grad_[r]) transient += size_of_slot(root_of(k.in[j]));  // summed into the existing gradient
-                else {
+                if (grad_[r]) {
+                    transients[transient_count++] = size_of_slot(root_of(k.in[j]));
+                } else {
                     grad_[r] = true;
                     live.add(size_of_slot(root_of(k.in[j])));
                 }
@@ -155,9 +171,10 @@ public:
                 }
                 continue;
             }
-            if (grads_exist) transient += k.param_grads;
+            if (grads_exist) transients[transient_count++] = k.param_grads;
             else live.add_grad(k.param_grads);
-            live.touch(transient);
+            for (std::size_t t = 0; t < transient_count; ++t) live.add(transients[t]);
+            for (std::size_t t = transient_count; t-- > 0;) live.sub(transients[t]);
             // The gradient of this kernel's output has been consumed.
             if (grad_[n]) {
                 grad_[n] = false;
@@ -168,7 +185,11 @@ public:
         return live;
     }
 
-    constexpr bool input_grad() const { return grad_[index_of(input_slot)]; }
+    // Reports every allocation and free of the next forward() or backward().
+    constexpr void observe(caching_allocator* allocator) { allocator_ = allocator; }
+
+    // After forward(): whether kernel i's output is still allocated.
+    constexpr bool alive(std::size_t i) const { return !kernels_[i].alias && !freed_[i]; }
 
 private:
     constexpr tensor_slot root(tensor_slot s) const {
@@ -222,8 +243,10 @@ private:
     std::array<bool, slot_count> freed_{};
     std::array<bool, slot_count> grad_{};
     bytes autocast_cache_{};
+    caching_allocator* allocator_ = nullptr;
     bool saving_ = false;
     bool input_freed_ = false;
+    bool input_pinned_only_ = false;
 };
 
 }  // namespace detail

@@ -152,7 +152,6 @@ TEST_CASE("every tensor takes whole 512-byte allocator blocks", "[ledger][alloca
     const memory_estimate e = estimate(presets::bert_large, {}, {.batch = 1, .seq = 128});
     // The classifier bias (2 x fp32) takes a 512-byte block, and so does its gradient.
     CHECK(e.ledger.allocator_rounding >= 504 * B);
-    CHECK(e.reserved >= e.peak);
 }
 
 TEST_CASE("recipes and shapes that cannot run are rejected", "[errors]") {

@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""Does batch b train under a memory cap in a fresh process?
+
+Each trial is its own process: set_per_process_memory_fraction(cap), build the
+model from its config on the GPU, then 3 training steps at batch b (the
+optimizer state is created in step 1, at that batch, as in a real run).
+Prints one JSON line per trial: ok or the phase that ran out of memory.
+
+  python3 fresh_fit.py --configs DIR --model gpt2 --seq 1024 --cap-gib 16 --batch 7 [--weights bf16]
+                       [--amp bf16|fp16] [--tgt 128]
+"""
+import argparse
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--configs", required=True)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--seq", type=int, required=True)
+    ap.add_argument("--tgt", type=int, default=0)
+    ap.add_argument("--batch", type=int, required=True)
+    ap.add_argument("--cap-gib", type=float, required=True)
+    ap.add_argument("--weights", default="fp32")
+    ap.add_argument("--amp", default="")
+    ap.add_argument("--gc", action="store_true")
+    a = ap.parse_args()
+
+    import torch
+    import measure
+
+    total = torch.cuda.get_device_properties(0).total_memory
+    torch.cuda.set_per_process_memory_fraction(a.cap_gib * (1 << 30) / total)
+    spec = {"model": a.model, "batch": a.batch, "seq": a.seq, "name": "fresh"}
+    if a.tgt:
+        spec["tgt"] = a.tgt
+    if a.weights != "fp32":
+        spec["weights"] = a.weights
+    if a.amp:
+        spec["amp"] = a.amp
+    if a.gc:
+        spec["gc"] = True
+    out = {"spec": spec, "cap_gib": a.cap_gib}
+    try:
+        _, rec = measure.run_case(spec, argparse.Namespace(configs=a.configs, trace=False, trace_dir=None))
+        out.update(ok=True, peak_alloc=rec["peak_alloc"], peak_reserved=rec["peak_reserved"])
+    except torch.OutOfMemoryError as e:
+        out.update(ok=False, error=str(e).splitlines()[0][:200])
+    print(json.dumps(out), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,259 @@
+// A model of PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp)
+// for one stream: what `memory_reserved` and `memory_allocated` become for a
+// sequence of tensor allocations and frees.
+//
+// Requests are rounded to 512 B. Requests up to 1 MiB come from the small
+// pool, whose segments are 2 MiB; larger ones from the large pool, whose
+// segments are 20 MiB for requests under 10 MiB and the request rounded up to
+// 2 MiB otherwise. A request takes the best-fitting cached free block of its
+// pool and splits it when the rest is worth keeping (>= 512 B in the small
+// pool, > 1 MiB in the large one); otherwise it takes the whole block, and
+// `memory_allocated` counts the whole block. Freed blocks merge with free
+// neighbours of the same segment. Under a cap (set_per_process_memory_fraction)
+// a new segment that would exceed it first releases every fully free segment.
+#pragma once
+
+#include <anatomy/allocator.hpp>
+#include <anatomy/bytes.hpp>
+
+#include <cstdint>
+#include <vector>
+
+namespace anatomy {
+
+// Who owns a block, so that whole groups can be freed at once.
+enum class tensor_owner : std::uint8_t {
+    step,      // activations, temporaries: freed by the step (the rest when its outputs die)
+    cache,     // autocast's cast cache: freed when the autocast region exits
+    gradient,  // parameter gradients: freed by zero_grad(set_to_none=True)
+    model,     // parameters and optimizer state: never freed
+};
+
+class caching_allocator {
+public:
+    static constexpr std::uint64_t small_size = 1024 * 1024;        // kSmallSize
+    static constexpr std::uint64_t small_buffer = 2 * 1024 * 1024;  // kSmallBuffer
+    static constexpr std::uint64_t large_buffer = 20 * 1024 * 1024;  // kLargeBuffer
+    static constexpr std::uint64_t min_large_alloc = 10 * 1024 * 1024;  // kMinLargeAlloc
+    static constexpr std::uint64_t round_large = 2 * 1024 * 1024;    // kRoundLarge
+
+    // `cap` 0: no cap.
+    constexpr explicit caching_allocator(bytes cap = {}) : cap_(cap.count) {}
+
+    // Returns false when the request cannot be met under the cap (an OOM).
+    constexpr bool allocate(bytes request, tensor_owner owner) {
+        if (request.count == 0) return true;
+        const std::uint64_t size = block_size(request).count;
+        const bool small = size <= small_size;
+        std::size_t b = best_fit(size, small);
+        if (b == none) {
+            const std::uint64_t segment = segment_size(size);
+            if (cap_ != 0 && reserved_ + segment > cap_) {
+                release_free_segments();
+                if (reserved_ + segment > cap_) {
+                    out_of_memory_ = true;
+                    return false;
+                }
+            }
+            b = new_segment(segment, small);
+        }
+        // Split when the remainder is worth keeping.
+        const std::uint64_t rest = blocks_[b].size - size;
+        if (small ? rest >= allocator_min_block.count : rest > small_size) {
+            const std::size_t tail = add_block({.size = rest, .segment = blocks_[b].segment,
+                                                .offset = blocks_[b].offset + size, .small = small, .free = true});
+            blocks_[b].size = size;
+            // keep segment order: tail follows b
+            blocks_[tail].next = blocks_[b].next;
+            blocks_[tail].prev = b;
+            if (blocks_[b].next != none) blocks_[blocks_[b].next].prev = tail;
+            blocks_[b].next = tail;
+        }
+        blocks_[b].free = false;
+        blocks_[b].requested = size;
+        blocks_[b].owner = owner;
+        allocated_ += blocks_[b].size;
+        if (allocated_ > peak_allocated_) peak_allocated_ = allocated_;
+        live_.push_back(b);
+        return true;
+    }
+
+    // Frees the most recently allocated live block that was asked `request`
+    // bytes (tensors of one size are interchangeable to the model).
+    constexpr void release(bytes request) {
+        if (request.count == 0) return;
+        const std::uint64_t size = block_size(request).count;
+        for (std::size_t i = live_.size(); i-- > 0;) {
+            const std::size_t b = live_[i];
+            if (blocks_[b].requested == size && blocks_[b].owner != tensor_owner::model) {
+                live_.erase(live_.begin() + static_cast<std::ptrdiff_t>(i));
+                free_block(b);
+                return;
+            }
+        }
+    }
+
+    // Frees every live block of `owner`.
+    constexpr void release_all(tensor_owner owner) {
+        std::size_t kept = 0;
+        for (std::size_t i = 0; i < live_.size(); ++i) {
+            const std::size_t b = live_[i];
+            if (blocks_[b].owner == owner) free_block(b);
+            else live_[kept++] = b;
+        }
+        live_.resize(kept);
+    }
+
+    // Blocks of live segments add up to the reserved bytes, and the free list
+    // holds exactly the free ones: a self-check for tests.
+    constexpr bool consistent() const {
+        std::uint64_t total = 0;
+        std::uint64_t used = 0;
+        std::size_t free_blocks = 0;
+        for (const block& b : blocks_) {
+            if (b.dead) continue;
+            total += b.size;
+            if (b.free) ++free_blocks;
+            else used += b.size;
+        }
+        return total == reserved_ && used == allocated_ && free_blocks == free_.size();
+    }
+    constexpr bytes allocated() const { return bytes{allocated_}; }
+    constexpr bytes reserved() const { return bytes{reserved_}; }
+    constexpr bytes peak_allocated() const { return bytes{peak_allocated_}; }
+    constexpr bytes peak_reserved() const { return bytes{peak_reserved_}; }
+    constexpr bool out_of_memory() const { return out_of_memory_; }
+
+private:
+    static constexpr std::size_t none = static_cast<std::size_t>(-1);
+
+    struct block {
+        std::uint64_t size = 0;
+        std::uint64_t segment = 0;
+        std::uint64_t offset = 0;
+        bool small = false;
+        bool free = true;
+        std::uint64_t requested = 0;
+        tensor_owner owner = tensor_owner::step;
+        std::size_t prev = none;
+        std::size_t next = none;
+        bool dead = false;  // merged away
+    };
+
+    static constexpr std::uint64_t segment_size(std::uint64_t size) {
+        if (size <= small_size) return small_buffer;
+        if (size < min_large_alloc) return large_buffer;
+        return detail::round_up(size, round_large);
+    }
+
+    constexpr std::size_t add_block(block b) {
+        if (!spare_.empty()) {
+            const std::size_t i = spare_.back();
+            spare_.pop_back();
+            blocks_[i] = b;
+            if (b.free) free_.push_back(i);
+            return i;
+        }
+        blocks_.push_back(b);
+        if (b.free) free_.push_back(blocks_.size() - 1);
+        return blocks_.size() - 1;
+    }
+
+    constexpr std::size_t new_segment(std::uint64_t segment, bool small) {
+        reserved_ += segment;
+        if (reserved_ > peak_reserved_) peak_reserved_ = reserved_;
+        const std::size_t b = add_block({.size = segment, .segment = segments_++, .offset = 0, .small = small,
+                                         .free = false});
+        return b;
+    }
+
+    // The smallest free block of the pool that fits, the lowest segment and
+    // offset among equals (the allocator's (size, address) order).
+    constexpr std::size_t best_fit(std::uint64_t size, bool small) {
+        std::size_t best = none;
+        std::size_t best_at = 0;
+        for (std::size_t i = 0; i < free_.size(); ++i) {
+            const block& c = blocks_[free_[i]];
+            if (c.small != small || c.size < size) continue;
+            if (best == none || c.size < blocks_[best].size ||
+                (c.size == blocks_[best].size &&
+                 (c.segment < blocks_[best].segment ||
+                  (c.segment == blocks_[best].segment && c.offset < blocks_[best].offset)))) {
+                best = free_[i];
+                best_at = i;
+            }
+        }
+        if (best != none) {
+            free_[best_at] = free_.back();
+            free_.pop_back();
+        }
+        return best;
+    }
+
+    constexpr void unlist_free(std::size_t b) {
+        for (std::size_t i = 0; i < free_.size(); ++i) {
+            if (free_[i] == b) {
+                free_[i] = free_.back();
+                free_.pop_back();
+                return;
+            }
+        }
+    }
+
+    constexpr void free_block(std::size_t b) {
+        allocated_ -= blocks_[b].size;
+        blocks_[b].free = true;
+        // Merge with free neighbours in the same segment.
+        const std::size_t next = blocks_[b].next;
+        if (next != none && blocks_[next].free) {
+            unlist_free(next);
+            blocks_[b].size += blocks_[next].size;
+            blocks_[b].next = blocks_[next].next;
+            if (blocks_[next].next != none) blocks_[blocks_[next].next].prev = b;
+            blocks_[next].dead = true;
+            spare_.push_back(next);
+        }
+        const std::size_t prev = blocks_[b].prev;
+        if (prev != none && blocks_[prev].free) {
+            unlist_free(prev);
+            blocks_[prev].size += blocks_[b].size;
+            blocks_[prev].next = blocks_[b].next;
+            if (blocks_[b].next != none) blocks_[blocks_[b].next].prev = prev;
+            blocks_[b].dead = true;
+            spare_.push_back(b);
+            free_.push_back(prev);
+            return;
+        }
+        free_.push_back(b);
+    }
+
+    // release_cached_blocks(): segments whose one block is free go back to CUDA.
+    constexpr void release_free_segments() {
+        std::size_t kept = 0;
+        for (std::size_t i = 0; i < free_.size(); ++i) {
+            const std::size_t b = free_[i];
+            if (blocks_[b].prev == none && blocks_[b].next == none) {
+                reserved_ -= blocks_[b].size;
+                blocks_[b].dead = true;
+                spare_.push_back(b);
+            } else {
+                free_[kept++] = b;
+            }
+        }
+        free_.resize(kept);
+    }
+
+    std::uint64_t cap_ = 0;
+    std::uint64_t allocated_ = 0;
+    std::uint64_t reserved_ = 0;
+    std::uint64_t peak_allocated_ = 0;
+    std::uint64_t peak_reserved_ = 0;
+    std::uint64_t segments_ = 0;
+    bool out_of_memory_ = false;
+    std::vector<block> blocks_;
+    std::vector<std::size_t> free_;
+    std::vector<std::size_t> live_;
+    std::vector<std::size_t> spare_;
+};
+
+}  // namespace anatomy

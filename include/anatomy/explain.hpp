@@ -1,0 +1,89 @@
+// A predicted memory snapshot: what is alive when a step peaks, by tensor
+// group, like a torch.cuda.memory snapshot read by module.
+#pragma once
+
+#include <anatomy/estimate.hpp>
+#include <anatomy/kernels.hpp>
+#include <anatomy/timeline.hpp>
+
+#include <string>
+#include <vector>
+
+namespace anatomy {
+
+struct snapshot_row {
+    std::string what;   // "weights", or a kernel such as "mlp.act_fn: silu output"
+    std::string where;  // "model state", or the stage: "model.layers x16"
+    std::uint64_t count = 1;
+    bytes each{};       // per copy (per layer for a repeated stage)
+    constexpr bytes total() const { return count * each; }
+};
+
+struct memory_snapshot {
+    std::string phase;  // the phase that peaks: forward, backward or optimizer
+    memory_estimate estimate;
+    std::vector<snapshot_row> rows;  // model state, then what each stage keeps after the forward
+};
+
+// The tensors alive at the end of the forward pass, when everything backward
+// needs exists, then what the peak adds as one row. An optimizer-step peak
+// is the model state and the step's scratch. Run-time only: it builds strings.
+inline memory_snapshot explain(const model_spec& model, const recipe& r, const shape& s) {
+    memory_snapshot snap{};
+    snap.estimate = estimate(model, r, s);
+    const memory_estimate& e = snap.estimate;
+    snap.phase = e.peak == e.phases.optimizer && !r.inference ? "optimizer"
+                 : e.peak == e.phases.backward && !r.inference ? "backward"
+                                                               : "forward";
+    if (snap.phase == "optimizer") {
+        for_each_entry(e.ledger, [&](std::string_view name, bytes b) {
+            if (b.count > 0) snap.rows.push_back({std::string(name), "model state", 1, b});
+        });
+        return snap;
+    }
+    // What lives through the whole step; gradients only when micro-steps accumulate.
+    for_each_entry(e.model_state, [&](std::string_view name, bytes b) {
+        if (b.count == 0 || (name == "gradients" && r.grad_accum == 1)) return;
+        snap.rows.push_back({std::string(name), "model state", 1, b});
+    });
+
+    const op_graph graph = lower(model);
+    stage_input_info previous{};
+    stage_input_info encoder{};
+    for (const stage& st : graph.stages) {
+        const detail::stage_plan plan = detail::plan_stage(st, model, r, s, previous, encoder);
+        for (std::size_t k = 0; k < plan.run_count; ++k) {
+            const detail::layer_run& run = plan.runs[k];
+            const expansion ex = expand(st, model, r, s, run.input, encoder);
+            detail::stage_walk walk(ex.kernels, detail::handoff(ex, st).slot, run.input, encoder);
+            const bool checkpointed = !r.inference && r.grad_checkpointing && st.block;
+            (void)walk.forward(!r.inference && !checkpointed, checkpointed);
+            const tensor_slot output = detail::handoff(ex, st).slot;
+            std::string where(st.name);
+            if (run.repeat > 1) where += " x" + std::to_string(run.repeat);
+            for (std::size_t i = 0; i < ex.kernels.size(); ++i) {
+                const kernel& kn = ex.kernels[i];
+                const std::string module = st.ops[kn.op].module;
+                bytes kept = walk.alive(i) ? kn.out : bytes{};
+                if (!r.inference && !checkpointed) kept += kn.saved_extra + (kn.saves_weight_copy ? kn.weight_copy : bytes{});
+                if (kept.count == 0) continue;
+                // A layer's output is the next layer's input: only the last one is alive here.
+                const bool handed_on = static_cast<tensor_slot>(i) == output && kept == kn.out;
+                snap.rows.push_back({module + ": " + kn.what, where, handed_on ? 1 : run.repeat, kept});
+            }
+        }
+        previous = plan.out.output;
+        if (st.encoder_output) encoder = previous;
+    }
+    const bytes rows_total = [&] {
+        bytes sum{};
+        for (const snapshot_row& row : snap.rows) sum += row.total();
+        return sum;
+    }();
+    if (e.peak > rows_total)
+        snap.rows.push_back({"rest of the " + snap.phase + " peak (grads, scratch)", "step",
+                             1, e.peak - rows_total});
+    return snap;
+}
+
+}  // namespace anatomy

@@ -1,0 +1,97 @@
+// Replays one process of training (or serving) through the caching-allocator
+// model: the model is built, then whole steps run, so that the segments the
+// first steps leave behind shape the later ones, as on a GPU.
+#pragma once
+
+#include <anatomy/caching_allocator.hpp>
+#include <anatomy/estimate.hpp>
+
+namespace anatomy {
+
+struct allocator_replay {
+    bytes peak_allocated{};  // max_memory_allocated over the steps, whole-block slack included
+    bytes peak_reserved{};   // max_memory_reserved
+    bool out_of_memory = false;  // a request did not fit the cap
+};
+
+namespace detail {
+
+// Parameters as transformers builds them: module by module, layer by layer.
+constexpr void build_model(const op_graph& graph, const recipe& r, caching_allocator& a) {
+    for (const stage& st : graph.stages)
+        for (std::uint64_t layer = 0; layer < st.repeat; ++layer)
+            for (const op& o : st.ops) {
+                if (!o.tied && !o.weight.empty()) a.allocate(o.weight.numel() * size_of(r.weights), tensor_owner::model);
+                if (!o.bias.empty()) a.allocate(o.bias.numel() * size_of(r.weights), tensor_owner::model);
+                if (o.kind == op_kind::linear && r.lora.enabled() && r.lora.targets_module(o.module)) {
+                    a.allocate(r.lora.rank * o.in_width * size_of(lora_adapter_dtype), tensor_owner::model);
+                    a.allocate(o.out_width * r.lora.rank * size_of(lora_adapter_dtype), tensor_owner::model);
+                }
+            }
+}
+
+// optimizer.step(): the first one creates the state, parameter by parameter;
+// every one allocates the implementation's scratch, then frees it.
+constexpr void optimizer_step(const op_graph& graph, const recipe& r, bool first, caching_allocator& a) {
+    std::uint64_t scratch_blocks = 0;
+    bytes largest{};
+    bytes largest_fp32{};
+    for_each_parameter(graph, r, [&](const parameter_tensor_group& p) {
+        if (!p.trainable) return;
+        const bool master = r.master == master_weights::fp32 && is_half(p.type);
+        const dtype state_type = master ? dtype::fp32 : p.type;
+        const bytes tensor = p.tensor.numel() * size_of(state_type);
+        for (std::uint64_t c = 0; c < p.copies; ++c) {
+            if (first) {
+                if (master) a.allocate(p.tensor.numel() * size_of(dtype::fp32), tensor_owner::model);
+                for (bytes state : optimizer_state_tensors(r.optimizer, p.tensor, state_type))
+                    a.allocate(state, tensor_owner::model);
+            }
+            if (r.optimizer == optimizer_kind::adamw) {
+                a.allocate(tensor, tensor_owner::step);  // _foreach_sqrt keeps one per parameter
+                ++scratch_blocks;
+            }
+        }
+        if (tensor > largest) {
+            largest = tensor;
+            largest_fp32 = p.tensor.numel() * size_of(dtype::fp32);
+        }
+    });
+    if (first) a.allocate(optimizer_shared_state(r.optimizer, param_tensor{largest.count, 0}), tensor_owner::model);
+    a.release_all(tensor_owner::step);
+    // Per-parameter implementations: two scratch tensors of the largest parameter.
+    const bytes pair = r.optimizer == optimizer_kind::adafactor ? largest_fp32 : largest;
+    const bool pairs = r.optimizer == optimizer_kind::adamw_forloop || r.optimizer == optimizer_kind::adafactor ||
+                       r.optimizer == optimizer_kind::lion;
+    if (pairs) {
+        a.allocate(pair, tensor_owner::step);
+        a.allocate(pair, tensor_owner::step);
+        a.release_all(tensor_owner::step);
+    }
+    (void)scratch_blocks;
+}
+
+}  // namespace detail
+
+// Three steps of training (two forwards of serving), each micro-step in
+// order, against a fresh allocator holding at most `cap` (0: no cap).
+constexpr allocator_replay replay_allocator(const model_spec& model, const recipe& r, const shape& s, bytes cap = {}) {
+    validate(r);
+    validate(s, model);
+    const op_graph graph = lower(model);
+    detail::check_lora_targets(graph, r);
+    caching_allocator a(cap);
+    detail::build_model(graph, r, a);
+    const int steps = r.inference ? 2 : 3;
+    for (int step = 0; step < steps && !a.out_of_memory(); ++step) {
+        for (std::uint64_t micro = 0; micro < r.grad_accum; ++micro)
+            (void)detail::walk_step(graph, model, r, s, 0, micro > 0, &a);
+        if (r.inference) continue;
+        detail::optimizer_step(graph, r, step == 0, a);
+        a.release_all(tensor_owner::gradient);  // zero_grad(set_to_none=True)
+        detail::require(a.consistent(), "anatomy::replay_allocator: internal error, the allocator model lost a block");
+    }
+    return {a.peak_allocated(), a.peak_reserved(), a.out_of_memory()};
+}
+
+}  // namespace anatomy
