@@ -151,11 +151,11 @@ private:
             const std::size_t i = spare_.back();
             spare_.pop_back();
             blocks_[i] = b;
-            if (b.free) free_.push_back(i);
+            if (b.free) list_free(i);
             return i;
         }
         blocks_.push_back(b);
-        if (b.free) free_.push_back(blocks_.size() - 1);
+        if (b.free) list_free(blocks_.size() - 1);
         return blocks_.size() - 1;
     }
 
@@ -167,37 +167,51 @@ private:
         return b;
     }
 
-    // The smallest free block of the pool that fits, the lowest segment and
-    // offset among equals (the allocator's (size, address) order).
-    constexpr std::size_t best_fit(std::uint64_t size, bool small) {
-        std::size_t best = none;
-        std::size_t best_at = 0;
-        for (std::size_t i = 0; i < free_.size(); ++i) {
-            const block& c = blocks_[free_[i]];
-            if (c.small != small || c.size < size) continue;
-            if (best == none || c.size < blocks_[best].size ||
-                (c.size == blocks_[best].size &&
-                 (c.segment < blocks_[best].segment ||
-                  (c.segment == blocks_[best].segment && c.offset < blocks_[best].offset)))) {
-                best = free_[i];
-                best_at = i;
-            }
-        }
-        if (best != none) {
-            free_[best_at] = free_.back();
-            free_.pop_back();
-        }
-        return best;
+    // Free blocks are kept sorted by (pool, size, segment, offset): the
+    // allocator's own (stream, size, address) order.
+    constexpr bool before(std::size_t a, std::size_t b) const {
+        const block& x = blocks_[a];
+        const block& y = blocks_[b];
+        if (x.small != y.small) return x.small;
+        if (x.size != y.size) return x.size < y.size;
+        if (x.segment != y.segment) return x.segment < y.segment;
+        return x.offset < y.offset;
     }
-
+    // The first position whose block is not before (small, size, 0, 0).
+    constexpr std::size_t lower_bound(bool small, std::uint64_t size) const {
+        std::size_t lo = 0;
+        std::size_t hi = free_.size();
+        while (lo < hi) {
+            const std::size_t mid = lo + (hi - lo) / 2;
+            const block& c = blocks_[free_[mid]];
+            const bool less = c.small != small ? c.small : c.size < size;
+            if (less) lo = mid + 1;
+            else hi = mid;
+        }
+        return lo;
+    }
+    constexpr void list_free(std::size_t b) {
+        std::size_t lo = lower_bound(blocks_[b].small, blocks_[b].size);
+        while (lo < free_.size() && before(free_[lo], b)) ++lo;
+        free_.insert(free_.begin() + static_cast<std::ptrdiff_t>(lo), b);
+    }
     constexpr void unlist_free(std::size_t b) {
-        for (std::size_t i = 0; i < free_.size(); ++i) {
+        for (std::size_t i = lower_bound(blocks_[b].small, blocks_[b].size); i < free_.size(); ++i) {
             if (free_[i] == b) {
-                free_[i] = free_.back();
-                free_.pop_back();
+                free_.erase(free_.begin() + static_cast<std::ptrdiff_t>(i));
                 return;
             }
         }
+    }
+
+    // The smallest free block of the pool that fits, the lowest segment and
+    // offset among equals.
+    constexpr std::size_t best_fit(std::uint64_t size, bool small) {
+        const std::size_t i = lower_bound(small, size);
+        if (i == free_.size() || blocks_[free_[i]].small != small) return none;
+        const std::size_t b = free_[i];
+        free_.erase(free_.begin() + static_cast<std::ptrdiff_t>(i));
+        return b;
     }
 
     constexpr void free_block(std::size_t b) {
@@ -221,10 +235,10 @@ private:
             if (blocks_[b].next != none) blocks_[blocks_[b].next].prev = prev;
             blocks_[b].dead = true;
             spare_.push_back(b);
-            free_.push_back(prev);
+            list_free(prev);
             return;
         }
-        free_.push_back(b);
+        list_free(b);
     }
 
     // release_cached_blocks(): segments whose one block is free go back to CUDA.

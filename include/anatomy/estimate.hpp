@@ -13,7 +13,6 @@
 #include <anatomy/timeline.hpp>
 #include <anatomy/kernels.hpp>
 
-#include <algorithm>
 #include <cstdint>
 
 namespace anatomy {
@@ -315,7 +314,7 @@ constexpr step_peaks walk_step(const op_graph& graph, const model_spec& m, const
                     const live_bytes recompute = walk.forward(true, true);
                     const live_bytes back = walk.backward(grads_exist, encoder_grad);
                     one = back;
-                    one.peak = std::max(recompute.peak, recompute.now + back.peak);
+                    one.peak = recompute.peak > recompute.now + back.peak ? recompute.peak : recompute.now + back.peak;
                     one.grads_at_peak = recompute.peak > recompute.now + back.peak ? 0 : back.grads_at_peak;
                     one.now = recompute.now + back.now - live_bytes::signed_size(out.output.size) -
                               live_bytes::signed_size(run.input.size);
@@ -361,7 +360,9 @@ constexpr memory_estimate estimate(const model_spec& model, const recipe& r, con
         e.phases.backward = bytes{static_cast<std::uint64_t>(walk.backward)};
         e.phases.optimizer = st.resident_blocks + st.gradient_blocks + st.step_temporaries;
     }
-    e.peak = std::max({e.phases.forward, e.phases.backward, e.phases.optimizer});
+    e.peak = e.phases.forward;
+    if (e.phases.backward > e.peak) e.peak = e.phases.backward;
+    if (e.phases.optimizer > e.peak) e.peak = e.phases.optimizer;
 
     memory_ledger& l = e.ledger;
     l = st.logical;

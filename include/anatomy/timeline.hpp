@@ -15,7 +15,6 @@
 #include <anatomy/graph.hpp>
 #include <anatomy/kernels.hpp>
 
-#include <algorithm>
 #include <array>
 #include <cstdint>
 
