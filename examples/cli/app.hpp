@@ -56,7 +56,7 @@ template <class... Args>
 // that every message follows one style.
 struct raw_options {
     std::string config, model, task, batch, seq, target_seq, weights, autocast, master, optimizer, attention,
-        grad_accum, lora_rank, lora_targets, num_labels, budget, gpu;
+        grad_accum, lora_rank, lora_targets, lora_dropout, num_labels, budget, gpu;
     bool grad_checkpointing = false, inference = false, kv_cache = false, json = false, explain = false;
 };
 
@@ -162,6 +162,8 @@ inline void add_model_flags(CLI::App& app, raw_options& o, bool with_batch) {
     app.add_flag("--grad-checkpointing", o.grad_checkpointing, "gradient checkpointing (transformers' default)");
     app.add_option("--grad-accum", o.grad_accum, "gradient accumulation steps (default 1)")->type_name("N");
     app.add_option("--lora-rank", o.lora_rank, "LoRA rank; needs --lora-targets")->type_name("R");
+    app.add_option("--lora-dropout", o.lora_dropout, "peft's lora_dropout (default 0): a mask per adapted input")
+        ->type_name("P");
     app.add_option("--lora-targets", o.lora_targets, "modules LoRA adapts, comma-separated (e.g. q_proj,v_proj)")
         ->type_name("LIST");
     app.add_option("--num-labels", o.num_labels, "classes of a seq-cls head (default: the config's, else 2)")
@@ -203,11 +205,20 @@ inline recipe build_recipe(const raw_options& o, std::vector<std::string>& lora_
     if (r.master == master_weights::fp32 && !is_half(r.weights))
         usage("--master-weights fp32: needs --weights bf16 or fp16 (the fp32 copy is the master)");
 
+    if (!o.lora_dropout.empty() && o.lora_rank.empty()) usage("--lora-dropout: needs --lora-rank and --lora-targets");
     if (o.lora_rank.empty() != o.lora_targets.empty())
         usage("{}: needs {} too", o.lora_rank.empty() ? "--lora-targets" : "--lora-rank",
               o.lora_rank.empty() ? "--lora-rank R" : "--lora-targets LIST (e.g. q_proj,v_proj)");
     if (!o.lora_rank.empty()) {
         r.lora.rank = parse_count("--lora-rank", o.lora_rank);
+        if (!o.lora_dropout.empty()) {
+            double p = -1.0;
+            const char* end = o.lora_dropout.data() + o.lora_dropout.size();
+            const auto [ptr, ec] = std::from_chars(o.lora_dropout.data(), end, p);
+            if (ec != std::errc{} || ptr != end || !(p >= 0.0 && p < 1.0))
+                usage("--lora-dropout: \"{}\" is not a probability in [0, 1)", shorten(o.lora_dropout));
+            r.lora.dropout = p;
+        }
         std::string_view rest = o.lora_targets;
         while (true) {
             const std::size_t comma = rest.find(',');

@@ -33,7 +33,6 @@ constexpr void build_model(const op_graph& graph, const recipe& r, caching_alloc
 // optimizer.step(): the first one creates the state, parameter by parameter;
 // every one allocates the implementation's scratch, then frees it.
 constexpr void optimizer_step(const op_graph& graph, const recipe& r, bool first, caching_allocator& a) {
-    std::uint64_t scratch_blocks = 0;
     bytes largest{};
     bytes largest_fp32{};
     for_each_parameter(graph, r, [&](const parameter_tensor_group& p) {
@@ -47,10 +46,7 @@ constexpr void optimizer_step(const op_graph& graph, const recipe& r, bool first
                 for (bytes state : optimizer_state_tensors(r.optimizer, p.tensor, state_type))
                     a.allocate(state, tensor_owner::model);
             }
-            if (r.optimizer == optimizer_kind::adamw) {
-                a.allocate(tensor, tensor_owner::step);  // _foreach_sqrt keeps one per parameter
-                ++scratch_blocks;
-            }
+            if (r.optimizer == optimizer_kind::adamw) a.allocate(tensor, tensor_owner::step);  // _foreach_sqrt
         }
         if (tensor > largest) {
             largest = tensor;
@@ -68,7 +64,6 @@ constexpr void optimizer_step(const op_graph& graph, const recipe& r, bool first
         a.allocate(pair, tensor_owner::step);
         a.release_all(tensor_owner::step);
     }
-    (void)scratch_blocks;
 }
 
 }  // namespace detail

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace anatomy;
@@ -24,6 +25,7 @@ struct calibration_case {
     recipe training;
     shape size;
     double peak_alloc;
+    std::vector<std::string> lora_targets;  // the recipe's targets point into these
 };
 
 model_spec model_named(const std::string& config) {
@@ -51,11 +53,14 @@ recipe recipe_of(const nlohmann::json& spec) {
     r.grad_checkpointing = spec.value("gc", false);
     r.inference = spec.value("inference", false);
     r.kv_cache = r.inference && spec.value("use_cache", false);
+    r.grad_accum = spec.value("grad_accum", std::uint64_t{1});
+    r.lora.rank = spec.value("lora_rank", std::uint64_t{0});
+    r.lora.dropout = spec.value("lora_dropout", 0.0);
     return r;
 }
 
-std::vector<calibration_case> load_cases() {
-    std::ifstream in(ANATOMY_CALIBRATION_FILE);
+std::vector<calibration_case> load_cases(const char* path) {
+    std::ifstream in(path);
     REQUIRE(in.good());
     std::vector<calibration_case> cases;
     std::string line;
@@ -63,31 +68,53 @@ std::vector<calibration_case> load_cases() {
         const auto j = nlohmann::json::parse(line);
         if (!j.contains("case")) continue;
         const auto& spec = j.at("spec");
+        // use_cache=False in training is set on the model config, not a recipe flag.
+        if (!spec.value("inference", false) && !spec.value("use_cache", true)) continue;
         cases.push_back({j.at("case").get<std::string>(), model_named(spec.at("model").get<std::string>()),
                          recipe_of(spec),
                          shape{.batch = spec.at("batch").get<std::uint64_t>(),
                                .seq = spec.at("seq").get<std::uint64_t>(),
                                .target_seq = spec.value("tgt", std::uint64_t{0})},
-                         j.at("peak_alloc").get<double>()});
+                         j.at("peak_alloc").get<double>(),
+                         spec.value("lora_targets", std::vector<std::string>{})});
     }
     return cases;
 }
 
-}  // namespace
-
-TEST_CASE("predicted peaks match the H200 measurements: median <= 2%, max <= 5%", "[calibration]") {
-    const auto cases = load_cases();
-    REQUIRE(cases.size() == 32);
+// Median and max |predicted - measured| / measured of the peak.
+std::pair<double, double> peak_errors(const std::vector<calibration_case>& cases) {
     std::vector<double> errors;
     for (const auto& c : cases) {
-        const memory_estimate e = estimate(c.model, c.training, c.size);
+        recipe r = c.training;
+        for (std::size_t i = 0; i < c.lora_targets.size(); ++i) r.lora.targets[i] = c.lora_targets[i];
+        const memory_estimate e = estimate(c.model, r, c.size);
         const double error = (static_cast<double>(e.peak.count) - c.peak_alloc) / c.peak_alloc;
         UNSCOPED_INFO(c.name << ": predicted " << e.peak.count << ", measured " << c.peak_alloc << ", error "
                              << 100 * error << "%");
         errors.push_back(std::fabs(error));
     }
     std::sort(errors.begin(), errors.end());
-    const double median = (errors[15] + errors[16]) / 2;
+    const std::size_t n = errors.size();
+    const double median = n % 2 ? errors[n / 2] : (errors[n / 2 - 1] + errors[n / 2]) / 2;
+    return {median, errors.back()};
+}
+
+}  // namespace
+
+TEST_CASE("predicted peaks match the H200 measurements: median <= 2%, max <= 5%", "[calibration]") {
+    const auto cases = load_cases(ANATOMY_CALIBRATION_FILE);
+    REQUIRE(cases.size() == 32);
+    const auto [median, max] = peak_errors(cases);
     CHECK(median <= 0.02);
-    CHECK(errors.back() <= 0.05);
+    CHECK(max <= 0.05);
+}
+
+TEST_CASE("cases the model was not built on meet the same bar", "[calibration]") {
+    // LoRA, gradient accumulation, fp32 Llama, eager T5, inference with and
+    // without a cache, other shapes (docs/accuracy.md).
+    const auto cases = load_cases(ANATOMY_EXTRA_CASES_FILE);
+    REQUIRE(cases.size() == 12);
+    const auto [median, max] = peak_errors(cases);
+    CHECK(median <= 0.02);
+    CHECK(max <= 0.05);
 }

@@ -28,3 +28,36 @@ TEST_CASE("max_batch reports invalid inputs", "[max_batch][errors]") {
     CHECK_THROWS_WITH(max_batch(presets::gpt2, {}, {.seq = 0}, 10 * GiB), Catch::Contains("seq must be > 0"));
     CHECK_THROWS_WITH(max_batch(presets::gpt2, {}, {.seq = 8}, 10 * GiB, 0), Catch::Contains("limit must be > 0"));
 }
+
+// Real searches on an H200 (bench/torch_reference/max_batch_search.py and
+// fresh_fit.py, results/*.json): the largest batch that ran three steps under
+// torch.cuda.set_per_process_memory_fraction, each batch in a fresh process.
+TEST_CASE("max_batch never claims a batch the H200 could not run, and is close", "[max_batch][h200]") {
+    struct measured_search {
+        const char* name;
+        model_spec model;
+        recipe training;
+        shape per_batch;
+        bytes cap;
+        std::uint64_t real;
+    };
+    const measured_search cases[] = {
+        {"gpt2 fp32, 16 GiB", presets::gpt2, {}, {.seq = 1024}, 16 * GiB, 7},
+        {"gpt2 fp32, 40 GiB", presets::gpt2, {}, {.seq = 1024}, 40 * GiB, 19},
+        {"bert-large fp32, 16 GiB", presets::bert_large, {}, {.seq = 512}, 16 * GiB, 14},
+        {"tinyllama bf16, 40 GiB", presets::tinyllama_1_1b, {.weights = dtype::bf16}, {.seq = 2048}, 40 * GiB, 7},
+        {"llama-3.2-1b bf16 gc, 40 GiB", presets::llama_3_2_1b, {.weights = dtype::bf16, .grad_checkpointing = true},
+         {.seq = 2048}, 40 * GiB, 8},
+        {"qwen2.5-0.5b amp bf16, 24 GiB", presets::qwen2_5_0_5b, {.autocast = autocast_mode::bf16}, {.seq = 1024},
+         24 * GiB, 4},
+        {"t5-small fp32, 8 GiB", presets::t5_small, {}, {.seq = 512, .target_seq = 128}, 8 * GiB, 20},
+        {"distilbert amp fp16, 4 GiB", presets::distilbert_base, {.autocast = autocast_mode::fp16}, {.seq = 128},
+         4 * GiB, 117},
+    };
+    for (const auto& c : cases) {
+        INFO(c.name);
+        const std::uint64_t predicted = max_batch(c.model, c.training, c.per_batch, c.cap);
+        CHECK(predicted <= c.real);
+        CHECK(predicted + 1 >= c.real - c.real / 20);  // one batch, or 5 %, under at most
+    }
+}
