@@ -183,21 +183,24 @@ inline recipe build_recipe(const raw_options& o, std::vector<std::string>& lora_
     if (!o.autocast.empty()) r.autocast = parse_enum<autocast_mode>("--autocast", o.autocast);
     if (!o.master.empty()) r.master = parse_enum<master_weights>("--master-weights", o.master);
     if (!o.attention.empty()) r.attention = parse_enum<attention_kernel>("--attention", o.attention);
-    const std::optional<optimizer_kind> optimizer =
-        o.optimizer.empty() ? std::nullopt : std::optional(parse_enum<optimizer_kind>("--optimizer", o.optimizer));
+    // Plain values, not std::optional: g++ 12 at -O2 warns that an engaged
+    // optional's payload "may be used uninitialized" here.
+    const bool has_optimizer = !o.optimizer.empty();
+    const optimizer_kind optimizer =
+        has_optimizer ? parse_enum<optimizer_kind>("--optimizer", o.optimizer) : optimizer_kind::adamw;
     if (!o.grad_accum.empty()) r.grad_accum = parse_count("--grad-accum", o.grad_accum);
 
     r.inference = o.inference;
     r.kv_cache = o.kv_cache;
     r.grad_checkpointing = o.grad_checkpointing;
     if (o.inference) {
-        if (optimizer && *optimizer != optimizer_kind::none)
-            usage("--inference: takes no optimizer (it implies none); drop --optimizer {}", name_of(*optimizer));
+        if (has_optimizer && optimizer != optimizer_kind::none)
+            usage("--inference: takes no optimizer (it implies none); drop --optimizer {}", name_of(optimizer));
         r.optimizer = optimizer_kind::none;
         if (r.grad_accum != 1) usage("--inference: takes no --grad-accum; drop it");
         if (r.grad_checkpointing) usage("--inference: takes no --grad-checkpointing; drop it");
     } else {
-        r.optimizer = optimizer.value_or(optimizer_kind::adamw);
+        r.optimizer = optimizer;
         if (r.optimizer == optimizer_kind::none)
             usage("--optimizer none: training needs an optimizer; pass --inference for a forward pass only");
         if (r.kv_cache) usage("--kv-cache: needs --inference");
@@ -263,8 +266,8 @@ inline request build_request(const raw_options& o, bool with_batch) {
     if (with_batch) q.s.batch = parse_count("--batch", o.batch);
     q.s.seq = parse_count("--seq", o.seq);
     if (!o.target_seq.empty()) q.s.target_seq = parse_count("--target-seq", o.target_seq);
-    const std::optional<std::uint64_t> num_labels =
-        o.num_labels.empty() ? std::nullopt : std::optional(parse_count("--num-labels", o.num_labels));
+    const bool has_num_labels = !o.num_labels.empty();
+    const std::uint64_t num_labels = has_num_labels ? parse_count("--num-labels", o.num_labels) : 0;
     q.base = build_recipe(o, q.lora_targets);
     if (!o.budget.empty()) {
         try {
@@ -310,10 +313,10 @@ inline request build_request(const raw_options& o, bool with_batch) {
         q.task_from = "the preset's";
     }
     const std::string_view arch = name_of(q.model.arch);
-    if (num_labels) {
+    if (has_num_labels) {
         if (q.model.head != task::seq_cls)
             input("--num-labels: applies to task seq-cls only; {} runs {}", q.model_name, name_of(q.model.head));
-        q.model.num_labels = *num_labels;
+        q.model.num_labels = num_labels;
     }
     if (q.s.target_seq != 0 && family_of(q.model.arch) != family::encoder_decoder)
         input("--target-seq: applies to encoder-decoder models (t5) only; {} is {} model ({}); drop it",

@@ -1,5 +1,6 @@
-// The estimate: model spec + recipe + shape -> ledger, phase peaks, peak and
-// reserved bytes. One code path for constant evaluation and run time.
+// The estimate: model spec + recipe + shape -> model state, phase peaks, the
+// peak and the ledger of what is alive at it. One code path for constant
+// evaluation and run time.
 #pragma once
 
 #include <anatomy/allocator.hpp>
@@ -10,8 +11,8 @@
 #include <anatomy/optimizer.hpp>
 #include <anatomy/recipe.hpp>
 #include <anatomy/shape.hpp>
-#include <anatomy/timeline.hpp>
 #include <anatomy/kernels.hpp>
+#include <anatomy/timeline.hpp>
 
 #include <cstdint>
 
@@ -42,10 +43,6 @@ struct parameter_tensor_group {
     dtype type = dtype::fp32;
     bool trainable = true;
 };
-
-// peft creates LoRA adapters in fp32 and keeps them there over half base
-// weights (get_peft_model's autocast_adapter_dtype=True).
-inline constexpr dtype lora_adapter_dtype = dtype::fp32;
 
 // Calls f(parameter_tensor_group) for every parameter tensor, LoRA adapters
 // included. Tied weights are visited once.

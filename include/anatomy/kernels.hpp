@@ -277,7 +277,7 @@ private:
     // (peft casts x to the adapter dtype first).
     constexpr tensor_slot lora(const op& o, tensor_slot x, tensor_slot base) {
         const std::uint64_t n = rows(o.rows);
-        const dtype t = lora_type();
+        const dtype t = lora_adapter_dtype;
         tensor_slot in = cast(x, n * o.in_width, t);
         in = dropout(in, n * o.in_width, r_.lora.dropout);
         const bool adapters_train = grad_enabled();
@@ -298,7 +298,6 @@ private:
         const tensor_slot sum = compute("add", tensor(n * o.out_width, sum_type), sum_type, {base, scaled, no_slot}, 0);
         return cast(sum, n * o.out_width, type_of(base));  // peft returns the base layer's dtype
     }
-    constexpr dtype lora_type() const { return dtype::fp32; }
 
     constexpr tensor_slot layer_norm(const op& o) {
         const std::uint64_t n = rows(o.rows);

@@ -30,6 +30,10 @@ enum class optimizer_kind {
 
 enum class attention_kernel { sdpa, eager };
 
+// peft creates LoRA adapters in fp32 and keeps them there over half base
+// weights (get_peft_model's autocast_adapter_dtype=True).
+inline constexpr dtype lora_adapter_dtype = dtype::fp32;
+
 struct lora_config {
     std::uint64_t rank = 0;  // 0: no LoRA
     // Module names as peft matches them: a module is adapted when its path is
