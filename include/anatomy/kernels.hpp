@@ -171,10 +171,12 @@ private:
     }
 
     // A kernel computing a new tensor from `in`; the gradient flows to every
-    // input that requires one.
+    // input that requires one. `extra`: tensors it makes beside its output
+    // (a dropout mask, norm statistics), kept for backward when autograd
+    // records the kernel and freed at once otherwise.
     constexpr tensor_slot compute(const char* what, bytes out, dtype t,
                                   std::array<tensor_slot, 3> in, std::uint8_t saves, bool saves_output = false,
-                                  bytes extra = {}, bytes extra_grad_needs = {}) {
+                                  bytes extra = {}) {
         kernel k = make(what, out, t, in);
         for (std::size_t i = 0; i < 3; ++i) {
             if (in[i] == no_slot) continue;
@@ -187,8 +189,8 @@ private:
             k.saves_inputs = saves;
             k.saves_output = saves_output;
             k.saved_extra = extra;
-        } else if (training_mode()) {
-            k.workspace = extra_grad_needs;  // computed but not kept: e.g. a dropout mask
+        } else {
+            k.workspace = extra;
         }
         return push(k);
     }
@@ -307,7 +309,7 @@ private:
         // native_layer_norm keeps its input and the fp32 mean and rstd of each row.
         const bytes stats = tensor(2 * n, dtype::fp32);
         const tensor_slot y = compute("native_layer_norm", tensor(n * o.out_width, t), t,
-                                      {x_c, no_slot, no_slot}, 1, false, stats, stats);
+                                      {x_c, no_slot, no_slot}, 1, false, stats);
         return with_params(y, o);
     }
 
@@ -374,7 +376,7 @@ private:
         // native_dropout returns the output and a bool mask, which it keeps.
         const bytes mask = tensor(elements, dtype::boolean);
         return compute("native_dropout", tensor(elements, type_of(x)), type_of(x), {x, no_slot, no_slot}, 0,
-                       false, mask, mask);
+                       false, mask);
     }
 
     constexpr tensor_slot activation(const op& o) {
@@ -479,7 +481,7 @@ private:
         // One fp32 log-sum-exp per query row and head, kept for backward.
         const bytes lse = tensor(checked_mul(n, o.heads), dtype::fp32);
         const tensor_slot y = compute(is_half(t) ? "cudnn_attention" : "efficient_attention",
-                                      head_bytes(o.rows, o.heads, o, t), t, {q, k, v}, 0b111, true, lse, lse);
+                                      head_bytes(o.rows, o.heads, o, t), t, {q, k, v}, 0b111, true, lse);
         kernel& k_ = result_.kernels[static_cast<std::size_t>(y)];
         // Backward: an fp32 dQ accumulator and the row sums of dO * O; with
         // grouped K/V, dK and dV at full head count before they are summed.
