@@ -124,6 +124,8 @@ private:
         return result_.op_output[static_cast<std::size_t>(i)];
     }
 
+    // A recipe's inference runs model.eval() under torch.no_grad(): autograd
+    // records nothing and dropout is off. Training is the opposite of both.
     constexpr bool grad_enabled() const { return !r_.inference; }
     constexpr bool training_mode() const { return !r_.inference; }
     constexpr bool autocast() const { return r_.autocast != autocast_mode::off; }
