@@ -34,7 +34,10 @@ T opaque(const T& value) {
     return copy;
 }
 
-void estimate_case(benchmark::State& state, const model_spec& preset, const recipe& preset_recipe, shape preset_shape) {
+// Times `call(model, recipe, shape)` on inputs the optimizer cannot fold.
+template <class Call>
+void timed(benchmark::State& state, const model_spec& preset, const recipe& preset_recipe, shape preset_shape,
+           Call call) {
     model_spec model = opaque(preset);
     recipe r = opaque(preset_recipe);
     volatile std::uint64_t batch = preset_shape.batch;
@@ -42,11 +45,15 @@ void estimate_case(benchmark::State& state, const model_spec& preset, const reci
     for (auto _ : state) {
         benchmark::DoNotOptimize(model);
         benchmark::DoNotOptimize(r);
-        const shape s{.batch = batch, .seq = seq};
-        memory_estimate e = estimate(model, r, s);
-        benchmark::DoNotOptimize(e);
+        auto result = call(model, r, shape{.batch = batch, .seq = seq});
+        benchmark::DoNotOptimize(result);
         benchmark::ClobberMemory();
     }
+}
+
+void estimate_case(benchmark::State& state, const model_spec& preset, const recipe& preset_recipe, shape preset_shape) {
+    timed(state, preset, preset_recipe, preset_shape,
+          [](const model_spec& m, const recipe& r, const shape& s) { return estimate(m, r, s); });
 }
 
 void max_batch_case(benchmark::State& state, const model_spec& preset, const recipe& preset_recipe, std::uint64_t seq,
@@ -78,24 +85,12 @@ void lower_case(benchmark::State& state, const model_spec& preset) {
     state.counters["graph_bytes"] = static_cast<double>(sizeof(op_graph));
 }
 
-#if __has_include(<anatomy/reserved.hpp>)
 // The caching-allocator replay (reserved.hpp): what `anatomy estimate` adds to
 // an estimate to report reserved memory, and what max_batch runs per candidate.
 void replay_case(benchmark::State& state, const model_spec& preset, const recipe& preset_recipe, shape preset_shape) {
-    model_spec model = opaque(preset);
-    recipe r = opaque(preset_recipe);
-    volatile std::uint64_t batch = preset_shape.batch;
-    volatile std::uint64_t seq = preset_shape.seq;
-    for (auto _ : state) {
-        benchmark::DoNotOptimize(model);
-        benchmark::DoNotOptimize(r);
-        const shape s{.batch = batch, .seq = seq};
-        auto replay = replay_allocator(model, r, s);
-        benchmark::DoNotOptimize(replay);
-        benchmark::ClobberMemory();
-    }
+    timed(state, preset, preset_recipe, preset_shape,
+          [](const model_spec& m, const recipe& r, const shape& s) { return replay_allocator(m, r, s); });
 }
-#endif
 
 // What the CLI does first: look a preset up by name.
 void find_case(benchmark::State& state) {
@@ -137,13 +132,11 @@ BENCHMARK_CAPTURE(lower_case, bert_large, presets::bert_large);
 BENCHMARK_CAPTURE(lower_case, llama_3_8b, presets::llama_3_8b);
 BENCHMARK_CAPTURE(lower_case, t5_11b, presets::t5_11b);
 BENCHMARK(find_case);
-#if __has_include(<anatomy/reserved.hpp>)
 BENCHMARK_CAPTURE(replay_case, bert_large_fp32_adamw_b4_s512, presets::bert_large, fp32_adamw,
                   shape{.batch = 4, .seq = 512})
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(replay_case, llama_3_8b_bf16_adamw_b1_s4096, presets::llama_3_8b, bf16_adamw,
                   shape{.batch = 1, .seq = 4096})
     ->Unit(benchmark::kMicrosecond);
-#endif
 
 // main() comes from benchmark::benchmark_main.

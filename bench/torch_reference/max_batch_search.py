@@ -147,24 +147,7 @@ def run_case(spec, args, path):
     trainable = [p for p in params if p.requires_grad]
     param_bytes = sum(p.numel() * p.element_size() for p in params)
 
-    optname = spec.get("opt", "adamw")
-    lr = 1e-5
-    if optname == "adamw":
-        kw = {}
-        if spec.get("fused"):
-            kw["fused"] = True
-        if spec.get("foreach") is False:
-            kw["foreach"] = False
-        opt = torch.optim.AdamW(trainable, lr=lr, **kw)
-    elif optname == "sgd":
-        opt = torch.optim.SGD(trainable, lr=lr)
-    elif optname == "sgdm":
-        opt = torch.optim.SGD(trainable, lr=lr, momentum=0.9)
-    elif optname == "adafactor":
-        from transformers.optimization import Adafactor
-        opt = Adafactor(trainable, lr=lr, relative_step=False, scale_parameter=False)
-    else:
-        raise ValueError("unknown opt " + optname)
+    opt = measure.make_optimizer(torch, spec, trainable)
     amp = spec.get("amp")
     amp_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(amp)
     scaler = torch.amp.GradScaler("cuda") if amp == "fp16" else None

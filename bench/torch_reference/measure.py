@@ -750,6 +750,27 @@ def summarize_ops(ops, phase, top=25):
 # one case (runs in the child)
 # ----------------------------------------------------------------------------------------------
 
+def make_optimizer(torch, spec, trainable):
+    """The optimizer a spec names, as the calibration cases were run (lr 1e-5)."""
+    optname = spec.get("opt", "adamw")
+    lr = 1e-5
+    if optname == "adamw":
+        kw = {}
+        if spec.get("fused"):
+            kw["fused"] = True
+        if spec.get("foreach") is False:
+            kw["foreach"] = False
+        return torch.optim.AdamW(trainable, lr=lr, **kw)
+    if optname == "sgd":
+        return torch.optim.SGD(trainable, lr=lr)
+    if optname == "sgdm":
+        return torch.optim.SGD(trainable, lr=lr, momentum=0.9)
+    if optname == "adafactor":
+        from transformers.optimization import Adafactor
+        return Adafactor(trainable, lr=lr, relative_step=False, scale_parameter=False)
+    raise ValueError("unknown opt " + optname)
+
+
 def run_case(spec, args):
     import torch
     import transformers
@@ -830,26 +851,7 @@ def run_case(spec, args):
         batch["decoder_input_ids"] = torch.randint(0, V, (b, int(spec.get("tgt", s))), device="cuda")
 
     # optimizer
-    optname = spec.get("opt", "adamw")
-    opt = None
-    lr = 1e-5
-    if not inference and optname != "none":
-        if optname == "adamw":
-            kw = {}
-            if spec.get("fused"):
-                kw["fused"] = True
-            if spec.get("foreach") is False:
-                kw["foreach"] = False
-            opt = torch.optim.AdamW(trainable, lr=lr, **kw)
-        elif optname == "sgd":
-            opt = torch.optim.SGD(trainable, lr=lr)
-        elif optname == "sgdm":
-            opt = torch.optim.SGD(trainable, lr=lr, momentum=0.9)
-        elif optname == "adafactor":
-            from transformers.optimization import Adafactor
-            opt = Adafactor(trainable, lr=lr, relative_step=False, scale_parameter=False)
-        else:
-            raise ValueError("unknown opt " + optname)
+    opt = None if inference or spec.get("opt", "adamw") == "none" else make_optimizer(torch, spec, trainable)
     amp = spec.get("amp")
     amp_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(amp)
     scaler = torch.amp.GradScaler("cuda") if amp == "fp16" and not inference else None

@@ -92,9 +92,8 @@ constexpr state_count count_model_state(const op_graph& graph, const recipe& r, 
     state_count st{};
     memory_ledger& l = st.logical;
     param_tensor largest{};
-    bytes largest_block{};
-    bytes largest_block_fp32{};
-    bytes all_state_typed{};
+    bytes largest_scratch{};
+    bytes all_scratch{};
     for_each_parameter(graph, r, [&](const parameter_tensor_group& p) {
         const std::uint64_t n = checked_mul(p.tensor.numel(), p.copies);
         e.params = checked_add(e.params, n);
@@ -119,17 +118,21 @@ constexpr state_count count_model_state(const op_graph& graph, const recipe& r, 
             l.optimizer_state += p.copies * state;
             st.resident_blocks += p.copies * block_size(state);
         }
-        all_state_typed += p.copies * block_size(grad);
+        const bytes scratch = block_size(p.tensor.numel() * size_of(scratch_type(r.optimizer, grad_type)));
+        all_scratch += p.copies * scratch;
         if (p.tensor.numel() > largest.numel()) {
             largest = p.tensor;
-            largest_block = block_size(grad);
-            largest_block_fp32 = block_size(p.tensor.numel() * size_of(dtype::fp32));
+            largest_scratch = scratch;
         }
     });
     const bytes shared_state = optimizer_shared_state(r.optimizer, largest);
     l.optimizer_state += shared_state;
     st.resident_blocks += block_size(shared_state);
-    st.step_temporaries = optimizer_step_temporaries(r.optimizer, all_state_typed, largest_block, largest_block_fp32);
+    switch (scratch_of(r.optimizer)) {
+        case step_scratch::none: break;
+        case step_scratch::one_per_tensor: st.step_temporaries = all_scratch; break;
+        case step_scratch::two_per_tensor: st.step_temporaries = 2 * largest_scratch; break;
+    }
     return st;
 }
 

@@ -80,27 +80,33 @@ constexpr bytes optimizer_shared_state(optimizer_kind kind, param_tensor largest
     return quantized ? 2 * (256 * size_of(dtype::fp32)) : 0 * B;
 }
 
-// What one optimizer.step() allocates on top of the state, given the block
-// sizes of all trainable tensors (`all_tensors`, in the state dtype) and of
-// the largest one.
-constexpr bytes optimizer_step_temporaries(optimizer_kind kind, bytes all_tensors, bytes largest_tensor,
-                                           bytes largest_tensor_fp32) {
+// How one optimizer.step() allocates scratch on top of its state.
+enum class step_scratch {
+    none,            // fused, in-place or quantized kernels
+    one_per_tensor,  // foreach AdamW: _foreach_sqrt(exp_avg_sq) makes one tensor per parameter, all alive at once
+    two_per_tensor,  // a loop over parameters making two temporaries each, freed before the next parameter
+};
+
+constexpr step_scratch scratch_of(optimizer_kind kind) {
     switch (kind) {
-        // _foreach_sqrt(exp_avg_sq) makes one new tensor per parameter.
-        case optimizer_kind::adamw: return all_tensors;
-        // Per parameter: exp_avg_sq.sqrt() / bias_correction2_sqrt, two new tensors.
-        case optimizer_kind::adamw_forloop: return 2 * largest_tensor;
-        // Per parameter: update = grad**2 + eps, and -update when applying it, in fp32.
-        case optimizer_kind::adafactor: return 2 * largest_tensor_fp32;
-        // Per parameter: exp_avg.clone() ... .add(grad), then sign_().
-        case optimizer_kind::lion: return 2 * largest_tensor;
+        case optimizer_kind::adamw: return step_scratch::one_per_tensor;
+        // for-loop AdamW: exp_avg_sq.sqrt() / bias_correction2_sqrt; Adafactor:
+        // update = grad**2 + eps and -update; Lion: exp_avg.clone()...add(grad).
+        case optimizer_kind::adamw_forloop:
+        case optimizer_kind::adafactor:
+        case optimizer_kind::lion: return step_scratch::two_per_tensor;
         case optimizer_kind::adamw_fused:
         case optimizer_kind::adam8bit:
         case optimizer_kind::sgd:
         case optimizer_kind::sgd_momentum:
-        case optimizer_kind::none: return bytes{};
+        case optimizer_kind::none: return step_scratch::none;
     }
-    throw error("anatomy::optimizer_step_temporaries: unknown optimizer");
+    throw error("anatomy::scratch_of: unknown optimizer");
+}
+
+// Adafactor upcasts half gradients, so its scratch is fp32 too.
+constexpr dtype scratch_type(optimizer_kind kind, dtype state_type) {
+    return kind == optimizer_kind::adafactor ? dtype::fp32 : state_type;
 }
 
 }  // namespace anatomy

@@ -33,35 +33,33 @@ constexpr void build_model(const op_graph& graph, const recipe& r, caching_alloc
 // optimizer.step(): the first one creates the state, parameter by parameter;
 // every one allocates the implementation's scratch, then frees it.
 constexpr void optimizer_step(const op_graph& graph, const recipe& r, bool first, caching_allocator& a) {
-    bytes largest{};
-    bytes largest_fp32{};
+    const step_scratch scratch = scratch_of(r.optimizer);
+    param_tensor largest{};
+    bytes largest_scratch{};
     for_each_parameter(graph, r, [&](const parameter_tensor_group& p) {
         if (!p.trainable) return;
         const bool master = r.master == master_weights::fp32 && is_half(p.type);
         const dtype state_type = master ? dtype::fp32 : p.type;
-        const bytes tensor = p.tensor.numel() * size_of(state_type);
+        const bytes tensor = p.tensor.numel() * size_of(scratch_type(r.optimizer, state_type));
         for (std::uint64_t c = 0; c < p.copies; ++c) {
             if (first) {
                 if (master) a.allocate(p.tensor.numel() * size_of(dtype::fp32), tensor_owner::model);
                 for (bytes state : optimizer_state_tensors(r.optimizer, p.tensor, state_type))
                     a.allocate(state, tensor_owner::model);
             }
-            if (r.optimizer == optimizer_kind::adamw) a.allocate(tensor, tensor_owner::step);  // _foreach_sqrt
+            if (scratch == step_scratch::one_per_tensor) a.allocate(tensor, tensor_owner::step);
         }
-        if (tensor > largest) {
-            largest = tensor;
-            largest_fp32 = p.tensor.numel() * size_of(dtype::fp32);
+        if (p.tensor.numel() > largest.numel()) {
+            largest = p.tensor;
+            largest_scratch = tensor;
         }
     });
-    if (first) a.allocate(optimizer_shared_state(r.optimizer, param_tensor{largest.count, 0}), tensor_owner::model);
+    if (first) a.allocate(optimizer_shared_state(r.optimizer, largest), tensor_owner::model);
     a.release_all(tensor_owner::step);
-    // Per-parameter implementations: two scratch tensors of the largest parameter.
-    const bytes pair = r.optimizer == optimizer_kind::adafactor ? largest_fp32 : largest;
-    const bool pairs = r.optimizer == optimizer_kind::adamw_forloop || r.optimizer == optimizer_kind::adafactor ||
-                       r.optimizer == optimizer_kind::lion;
-    if (pairs) {
-        a.allocate(pair, tensor_owner::step);
-        a.allocate(pair, tensor_owner::step);
+    // The loop's two temporaries peak at the largest parameter.
+    if (scratch == step_scratch::two_per_tensor) {
+        a.allocate(largest_scratch, tensor_owner::step);
+        a.allocate(largest_scratch, tensor_owner::step);
         a.release_all(tensor_owner::step);
     }
 }
