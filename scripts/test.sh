@@ -4,7 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash scripts/install-deps.sh --test
+bash scripts/install-deps.sh --test --cuda
+# anatomy-validate is built when CMake finds nvcc; CUDA's own install is not on PATH by default.
+[ -x /usr/local/cuda/bin/nvcc ] && export PATH="$PATH:/usr/local/cuda/bin"
 jobs=$(nproc)
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DANATOMY_WERROR=ON

@@ -1,5 +1,5 @@
-// The anatomy command line: `anatomy estimate`, `anatomy max-batch`,
-// `anatomy presets`. main.cpp calls run(); the tests call it in-process.
+// The anatomy command line's flags, requests and PyTorch commands; cli.hpp
+// puts them together with the llm.c commands into run().
 //
 // Exit status: 0 on success, 2 when the command line is wrong on its own
 // (unknown flag or value, missing or malformed flag), 1 when the inputs are
@@ -56,8 +56,9 @@ template <class... Args>
 // that every message follows one style.
 struct raw_options {
     std::string config, model, task, batch, seq, target_seq, weights, autocast, master, optimizer, attention,
-        grad_accum, lora_rank, lora_targets, lora_dropout, num_labels, budget, gpu;
-    bool grad_checkpointing = false, inference = false, kv_cache = false, json = false, explain = false;
+        grad_accum, lora_rank, lora_targets, lora_dropout, num_labels, budget, gpu, framework, recompute;
+    bool grad_checkpointing = false, inference = false, kv_cache = false, json = false, explain = false,
+         cudnn = false, no_master_weights = false;
 };
 
 // What one estimate or max-batch command asks for.
@@ -173,6 +174,51 @@ inline void add_model_flags(CLI::App& app, raw_options& o, bool with_batch) {
     app.add_option("--gpu", o.gpu, "a card from the catalogue (" + gpu_names() + "): fit against its memory")
         ->type_name("NAME");
     app.add_flag("--json", o.json, "print one JSON object");
+    app.add_option("--framework", o.framework,
+                   "what runs the step: pytorch (default) or llm.c (karpathy/llm.c's train_gpt2.cu)")
+        ->type_name("NAME");
+    app.add_option("--recompute", o.recompute, "llm.c's -r: 0 none, 1 GELU (its default), 2 GELU and LayerNorm")
+        ->type_name("N");
+    app.add_flag("--cudnn", o.cudnn, "llm.c built with USE_CUDNN=1 (cuDNN flash attention)");
+    app.add_flag("--no-master-weights", o.no_master_weights, "llm.c's -w 0: no fp32 master copy");
+}
+
+// `--framework` and the flags that belong to one framework only.
+inline bool wants_llmc(const raw_options& o) {
+    if (!o.framework.empty() && o.framework != "pytorch" && o.framework != "llm.c")
+        usage("--framework: unknown framework \"{}\"; choose pytorch or llm.c", shorten(o.framework));
+    if (o.framework == "llm.c") return true;
+    if (!o.recompute.empty())
+        usage("--recompute: is llm.c's -r and needs --framework llm.c; for PyTorch pass --grad-checkpointing");
+    if (o.cudnn) usage("--cudnn: describes an llm.c build and needs --framework llm.c");
+    if (o.no_master_weights)
+        usage("--no-master-weights: is llm.c's -w 0 and needs --framework llm.c; PyTorch runs keep no master "
+              "copy unless --master-weights fp32");
+    return false;
+}
+
+// --budget SIZE or --gpu NAME. A card's budget is its total minus `overhead`:
+// what the process holds before its first buffer.
+inline void read_budget(const raw_options& o, bytes& budget, std::optional<gpu_spec>& gpu,
+                        bytes (*overhead)(const gpu_spec&)) {
+    if (!o.budget.empty()) {
+        try {
+            budget = parse_bytes(o.budget);
+        } catch (const overflow_error&) {
+            usage("--budget: \"{}\" overflows 64 bits; use a smaller size", shorten(o.budget));
+        } catch (const anatomy::error& e) {
+            usage("--budget: cannot read \"{}\": {}", shorten(o.budget), without_prefix(e.what()));
+        }
+        if (budget.count == 0) usage("--budget: must be > 0, got \"{}\"", shorten(o.budget));
+    }
+    if (!o.gpu.empty()) {
+        gpu = find_gpu(o.gpu);
+        if (!gpu) usage("--gpu: unknown card \"{}\"; choose one of {}", shorten(o.gpu), gpu_names());
+        if (!o.budget.empty())
+            usage("--gpu and --budget exclude each other: --gpu {} sets the budget to the card minus its context",
+                  o.gpu);
+        budget = gpu->total - overhead(*gpu);
+    }
 }
 
 // --- building the request ------------------------------------------------------
@@ -269,24 +315,7 @@ inline request build_request(const raw_options& o, bool with_batch) {
     const bool has_num_labels = !o.num_labels.empty();
     const std::uint64_t num_labels = has_num_labels ? parse_count("--num-labels", o.num_labels) : 0;
     q.base = build_recipe(o, q.lora_targets);
-    if (!o.budget.empty()) {
-        try {
-            q.budget = parse_bytes(o.budget);
-        } catch (const overflow_error&) {
-            usage("--budget: \"{}\" overflows 64 bits; use a smaller size", shorten(o.budget));
-        } catch (const anatomy::error& e) {
-            usage("--budget: cannot read \"{}\": {}", shorten(o.budget), without_prefix(e.what()));
-        }
-        if (q.budget.count == 0) usage("--budget: must be > 0, got \"{}\"", shorten(o.budget));
-    }
-    if (!o.gpu.empty()) {
-        q.gpu = find_gpu(o.gpu);
-        if (!q.gpu) usage("--gpu: unknown card \"{}\"; choose one of {}", shorten(o.gpu), gpu_names());
-        if (!o.budget.empty())
-            usage("--gpu and --budget exclude each other: --gpu {} sets the budget to the card minus its context",
-                  o.gpu);
-        q.budget = allocator_budget(*q.gpu);
-    }
+    read_budget(o, q.budget, q.gpu, [](const gpu_spec& g) { return g.context; });
     if (!o.model.empty()) {
         const std::optional<model_spec> preset = presets::find(o.model);
         if (!preset)
@@ -654,89 +683,5 @@ inline std::string cli11_message(const CLI::ParseError& e, std::string_view comm
 }
 
 }  // namespace app_detail
-
-// Runs the CLI on `args` (without the program name). Returns the exit status.
-inline int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-    using namespace app_detail;
-    constexpr std::array<std::string_view, 3> commands{"estimate", "max-batch", "presets"};
-    std::string command;
-    try {
-        CLI::App app{"anatomy: how much GPU memory training or serving a transformer takes", "anatomy"};
-        app.set_version_flag("--version", ANATOMY_CLI_VERSION);
-        app.require_subcommand(1);
-        app.footer(
-            "Exit status: 0 ok, 1 the inputs cannot be estimated (bad config, unsupported task, overflow), "
-            "2 usage error.\n");
-        raw_options estimate_opts, max_batch_opts;
-        bool presets_json = false;
-        CLI::App* est = app.add_subcommand("estimate", "predict the memory of one training (or inference) step");
-        add_model_flags(*est, estimate_opts, true);
-        est->add_flag("--explain", estimate_opts.explain, "list the tensors alive when the step peaks");
-        CLI::App* mb = app.add_subcommand("max-batch", "the largest batch that trains under --budget (or --gpu)");
-        add_model_flags(*mb, max_batch_opts, false);
-        mb->add_option("--budget", max_batch_opts.budget,
-                       "the caching allocator's cap, e.g. 15GiB, 80GB, 512MiB (or pass --gpu)")
-            ->type_name("SIZE");
-        CLI::App* pre = app.add_subcommand("presets", "list the built-in models");
-        pre->add_flag("--json", presets_json, "print one JSON object");
-
-        if (!args.empty() && !args.front().starts_with('-') &&
-            std::find(commands.begin(), commands.end(), args.front()) == commands.end())
-            usage("unknown command \"{}\"; choose one of estimate, max-batch, presets", shorten(args.front()));
-        if (!args.empty()) command = args.front();
-        const bool asks_help_or_version = !args.empty() && (args.front() == "-h" || args.front() == "--help" ||
-                                                            args.front() == "--version");
-        if (args.empty() || (args.front().starts_with('-') && !asks_help_or_version))
-            usage("a command is required first: estimate, max-batch or presets; see `anatomy --help`");
-
-        std::vector<std::string> reversed(args.rbegin(), args.rend());
-        try {
-            app.parse(std::move(reversed));
-        } catch (const CLI::CallForHelp& e) {
-            return app.exit(e, out, err);
-        } catch (const CLI::CallForAllHelp& e) {
-            return app.exit(e, out, err);
-        } catch (const CLI::CallForVersion& e) {
-            return app.exit(e, out, err);
-        } catch (const CLI::ParseError& e) {
-            err << cli11_message(e, command == "estimate" || command == "max-batch" || command == "presets"
-                                        ? std::string_view(command)
-                                        : std::string_view())
-                << '\n';
-            return exit_usage_error;
-        }
-        if (mb->parsed() && max_batch_opts.budget.empty() && max_batch_opts.gpu.empty())
-            usage("max-batch: pass --budget SIZE (e.g. 15GiB) or --gpu NAME");
-        if (est->parsed()) cmd_estimate(estimate_opts, out);
-        else if (mb->parsed()) cmd_max_batch(max_batch_opts, out);
-        else cmd_presets(presets_json, out);
-        out.flush();
-        return 0;
-    } catch (const usage_error& e) {
-        err << one_line(e.what()) << '\n';
-        return exit_usage_error;
-    } catch (const input_error& e) {
-        err << one_line(e.what()) << '\n';
-        return exit_input_error;
-    } catch (const overflow_error& e) {
-        err << "anatomy: " << one_line(without_prefix(e.what())) << '\n';
-        return exit_input_error;
-    } catch (const anatomy::error& e) {
-        err << "anatomy: " << one_line(without_prefix(e.what())) << '\n';
-        return exit_input_error;
-    } catch (const nlohmann::json::exception& e) {
-        err << "anatomy: JSON: " << one_line(e.what()) << '\n';
-        return exit_input_error;
-    } catch (const CLI::Error& e) {
-        err << "anatomy: " << one_line(e.what()) << '\n';
-        return exit_usage_error;
-    } catch (const std::bad_alloc&) {
-        err << "anatomy: out of memory\n";
-        return exit_input_error;
-    } catch (const std::exception& e) {
-        err << "anatomy: internal error: " << one_line(e.what()) << '\n';
-        return exit_input_error;
-    }
-}
 
 }  // namespace anatomy::cli

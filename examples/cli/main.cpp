@@ -4,7 +4,7 @@
 //   anatomy estimate --config path/to/config.json --batch 8 --seq 512 --json
 //   anatomy max-batch --model gpt2 --seq 1024 --budget 15GiB
 //   anatomy presets
-#include "app.hpp"
+#include "cli.hpp"
 
 #include <iostream>
 #include <string>

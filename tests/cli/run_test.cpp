@@ -1,5 +1,5 @@
 // The CLI in-process: JSON output against the library, and the error contract.
-#include "app.hpp"
+#include "cli.hpp"
 
 #include <anatomy/anatomy.hpp>
 

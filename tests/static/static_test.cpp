@@ -45,6 +45,27 @@ static_assert(max_batch(presets::tinybert, {}, {.seq = 64}, 1 * GiB, 4) == 4);
 static_assert(replay_allocator(presets::tinybert, {}, {.batch = 2, .seq = 64}).peak_reserved >=
               estimate(presets::tinybert, {}, {.batch = 2, .seq = 64}).peak);
 
+// The CUDA driver as measured on an H200: whole 2 MiB pages from 2 MiB up,
+// 512-byte slots of shared pool pages below.
+static_assert([] {
+    cuda_driver driver;
+    return driver.allocate(2 * MiB + 1 * B) == 4 * MiB && driver.allocate(1 * KiB) == 2 * MiB &&
+           driver.allocate(1 * KiB) == 0 * B && driver.allocate(0 * B) == 0 * B;
+}());
+
+// llm.c: GPT-2 124M (d12) at 4 x 1024, as train_gpt2.cu allocates it.
+constexpr llmc::gpt2_config d12 = *llmc::from_descriptor("d12");
+static_assert(llmc::parameter_count(d12) == 124475904);
+static_assert(llmc::printed_mib(llmc::allocations(d12, {}, 4, 1024)[3].size) == 2475);  // "allocating 2475 MiB for activations"
+static_assert(llmc::bytes_per_sequence(d12, {}, 4, 1024) / MiB == 618);              // "memory per sequence: 618 MiB"
+static_assert(fits_budget<llmc::device_footprint(llmc::peak_allocations(d12, {}, 4, 1024)), 16 * GiB>());
+static_assert(llmc::max_batch(d12, {}, 1024, 80 * GiB) == 129);
+static_assert(!llmc::from_descriptor("gpt3:c5140"));  // llm.c's own table fails its head-size assert
+
+// The peak set of a small model, each tensor a cudaMalloc.
+static_assert(device_footprint(plan_peak_set(presets::tinybert, {}, {.batch = 2, .seq = 64}).buffers) >=
+              estimate(presets::tinybert, {}, {.batch = 2, .seq = 64}).peak);
+
 static_assert(name_of(optimizer_kind::adamw_fused) == "adamw-fused");
 static_assert(parse_name<attention_kernel>("eager") == attention_kernel::eager);
 

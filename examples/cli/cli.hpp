@@ -1,0 +1,106 @@
+// The anatomy command line: `anatomy estimate`, `anatomy max-batch`,
+// `anatomy presets`, for PyTorch runs (app.hpp) and llm.c runs
+// (llmc_commands.hpp). main.cpp calls run(); the tests call it in-process.
+#pragma once
+
+#include "app.hpp"
+#include "llmc_commands.hpp"
+
+#include <array>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace anatomy::cli {
+
+// Runs the CLI on `args` (without the program name). Returns the exit status.
+inline int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+    using namespace app_detail;
+    constexpr std::array<std::string_view, 3> commands{"estimate", "max-batch", "presets"};
+    std::string command;
+    try {
+        CLI::App app{"anatomy: how much GPU memory training or serving a transformer takes", "anatomy"};
+        app.set_version_flag("--version", ANATOMY_CLI_VERSION);
+        app.require_subcommand(1);
+        app.footer(
+            "Exit status: 0 ok, 1 the inputs cannot be estimated (bad config, unsupported task, overflow), "
+            "2 usage error.\n");
+        raw_options estimate_opts, max_batch_opts;
+        bool presets_json = false;
+        CLI::App* est = app.add_subcommand("estimate", "predict the memory of one training (or inference) step");
+        add_model_flags(*est, estimate_opts, true);
+        est->add_flag("--explain", estimate_opts.explain, "list the tensors alive when the step peaks");
+        CLI::App* mb = app.add_subcommand("max-batch", "the largest batch that trains under --budget (or --gpu)");
+        add_model_flags(*mb, max_batch_opts, false);
+        mb->add_option("--budget", max_batch_opts.budget,
+                       "the caching allocator's cap, e.g. 15GiB, 80GB, 512MiB (or pass --gpu)")
+            ->type_name("SIZE");
+        CLI::App* pre = app.add_subcommand("presets", "list the built-in models");
+        pre->add_flag("--json", presets_json, "print one JSON object");
+
+        if (!args.empty() && !args.front().starts_with('-') &&
+            std::find(commands.begin(), commands.end(), args.front()) == commands.end())
+            usage("unknown command \"{}\"; choose one of estimate, max-batch, presets", shorten(args.front()));
+        if (!args.empty()) command = args.front();
+        const bool asks_help_or_version = !args.empty() && (args.front() == "-h" || args.front() == "--help" ||
+                                                            args.front() == "--version");
+        if (args.empty() || (args.front().starts_with('-') && !asks_help_or_version))
+            usage("a command is required first: estimate, max-batch or presets; see `anatomy --help`");
+
+        std::vector<std::string> reversed(args.rbegin(), args.rend());
+        try {
+            app.parse(std::move(reversed));
+        } catch (const CLI::CallForHelp& e) {
+            return app.exit(e, out, err);
+        } catch (const CLI::CallForAllHelp& e) {
+            return app.exit(e, out, err);
+        } catch (const CLI::CallForVersion& e) {
+            return app.exit(e, out, err);
+        } catch (const CLI::ParseError& e) {
+            err << cli11_message(e, command == "estimate" || command == "max-batch" || command == "presets"
+                                        ? std::string_view(command)
+                                        : std::string_view())
+                << '\n';
+            return exit_usage_error;
+        }
+        if (mb->parsed() && max_batch_opts.budget.empty() && max_batch_opts.gpu.empty())
+            usage("max-batch: pass --budget SIZE (e.g. 15GiB) or --gpu NAME");
+        if (est->parsed()) {
+            if (wants_llmc(estimate_opts)) cmd_estimate_llmc(estimate_opts, out);
+            else cmd_estimate(estimate_opts, out);
+        } else if (mb->parsed()) {
+            if (wants_llmc(max_batch_opts)) cmd_max_batch_llmc(max_batch_opts, out);
+            else cmd_max_batch(max_batch_opts, out);
+        }
+        else cmd_presets(presets_json, out);
+        out.flush();
+        return 0;
+    } catch (const usage_error& e) {
+        err << one_line(e.what()) << '\n';
+        return exit_usage_error;
+    } catch (const input_error& e) {
+        err << one_line(e.what()) << '\n';
+        return exit_input_error;
+    } catch (const overflow_error& e) {
+        err << "anatomy: " << one_line(without_prefix(e.what())) << '\n';
+        return exit_input_error;
+    } catch (const anatomy::error& e) {
+        err << "anatomy: " << one_line(without_prefix(e.what())) << '\n';
+        return exit_input_error;
+    } catch (const nlohmann::json::exception& e) {
+        err << "anatomy: JSON: " << one_line(e.what()) << '\n';
+        return exit_input_error;
+    } catch (const CLI::Error& e) {
+        err << "anatomy: " << one_line(e.what()) << '\n';
+        return exit_usage_error;
+    } catch (const std::bad_alloc&) {
+        err << "anatomy: out of memory\n";
+        return exit_input_error;
+    } catch (const std::exception& e) {
+        err << "anatomy: internal error: " << one_line(e.what()) << '\n';
+        return exit_input_error;
+    }
+}
+
+}  // namespace anatomy::cli
