@@ -140,7 +140,7 @@ inline std::string llmc_announcement(const llmc::buffer& b) {
 struct llmc_figures {
     llmc::buffer_list buffers;  // every buffer alive after the first step, in cudaMalloc order
     bytes peak{};               // their sum
-    bytes footprint{};          // their device memory, 2 MiB pages each
+    bytes footprint{};          // the device memory their cudaMalloc calls map
     bytes per_sequence{};
     bytes startup_footprint{};  // what is allocated when llm.c prints its device usage
 };
@@ -206,7 +206,7 @@ inline void print_llmc_buffers(std::ostream& out, const llmc_figures& f) {
         out << fmt::format("{:<24}{:<17}{:>17}{:>12.2f}  {}\n", b.name, b.entry, grouped(b.size.count),
                            in_mib(b.size), llmc_announcement(b));
     out << fmt::format("{:<41}{:>17}{:>12.2f}\n", "peak (the sum)", grouped(f.peak.count), in_mib(f.peak));
-    out << fmt::format("{:<41}{:>17}{:>12.2f}  each cudaMalloc in whole 2 MiB pages\n", "device footprint",
+    out << fmt::format("{:<41}{:>17}{:>12.2f}  2 MiB pages per cudaMalloc, shared pool pages below 2 MiB\n", "device footprint",
                        grouped(f.footprint.count), in_mib(f.footprint));
     out << fmt::format("\nmemory per sequence: {} MiB ({} bytes: the activation arena divided by B)\n",
                        llmc::printed_mib(f.per_sequence), grouped(f.per_sequence.count));
@@ -298,7 +298,7 @@ inline void cmd_max_batch_llmc(const raw_options& o, std::ostream& out) {
         return;
     }
     print_llmc_header(out, q, false);
-    out << fmt::format("{:<10}{} ({} bytes){}, each buffer a cudaMalloc of whole 2 MiB pages\n\n", "budget",
+    out << fmt::format("{:<10}{} ({} bytes){}, each buffer a cudaMalloc of its own\n\n", "budget",
                        q.budget, grouped(q.budget.count),
                        q.gpu ? fmt::format(": {} minus llm.c's process overhead", q.gpu->name) : std::string());
     if (best == 0)

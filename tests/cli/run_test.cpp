@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <sstream>
 #include <string>
@@ -203,4 +204,64 @@ TEST_CASE("errors: one line on stderr, nothing on stdout, status 1 or 2") {
     CHECK(r.out.empty());
     CHECK(r.err.starts_with("anatomy: "));
     CHECK(r.err.find('\n') == r.err.size() - 1);
+}
+
+TEST_CASE("--framework llm.c: the buffers of train_gpt2.cu, and what it prints") {
+    const json j = run_json({"estimate", "--framework", "llm.c", "--model", "d12", "--batch", "4", "--seq", "1024",
+                             "--gpu", "h200", "--json"});
+    CHECK(j["framework"] == "llm.c");
+    CHECK(j["params"] == 124475904);
+    CHECK(j["llmc"]["padded_vocab"] == 50304);
+    // peak_bytes is the sum of llm.c's own allocations, each one in the ledger.
+    std::uint64_t sum = 0;
+    for (const auto& [name, value] : j["ledger"].items()) sum += value.get<std::uint64_t>();
+    CHECK(j["peak_bytes"] == sum);
+    CHECK(j["ledger"]["activations"] == 2596061184);
+    CHECK(j["ledger"]["master_weights"] == 497903616);
+    CHECK(j["printed"]["activations"] == "allocating 2475 MiB for activations");
+    CHECK(j["printed"]["memory_per_sequence"] == "memory per sequence: 618 MiB");
+    CHECK(j["gpu"]["printed_device_memory_usage_mib"] == 4942);
+    CHECK(j["gpu"]["printed_estimated_max_batch"] == 227);
+
+    // -w 0, -r 2 and cuDNN change the buffers as llm.c does.
+    const json w0 = run_json({"estimate", "--framework", "llm.c", "--model", "d12", "--batch", "4", "--seq", "1024",
+                              "--no-master-weights", "--recompute", "2", "--cudnn", "--json"});
+    CHECK_FALSE(w0["ledger"].contains("master_weights"));
+    CHECK(w0["ledger"]["cudnn_workspace"] == anatomy::llmc::cudnn_backward_workspace(
+                                                  *anatomy::llmc::from_descriptor("d12"), 4, 1024).count);
+    CHECK(w0["ledger"]["activations"].get<std::uint64_t>() < j["ledger"]["activations"].get<std::uint64_t>());
+
+    // A GPT-2 preset is the same model as llm.c's descriptor, padded vocabulary included.
+    const json preset = run_json({"estimate", "--framework", "llm.c", "--model", "gpt2", "--batch", "4", "--seq",
+                                  "1024", "--json"});
+    CHECK(preset["ledger"] == j["ledger"]);
+}
+
+TEST_CASE("--framework llm.c max-batch agrees with the library") {
+    const json j = run_json({"max-batch", "--framework", "llm.c", "--model", "d24", "--seq", "1024", "--cudnn", "--recompute", "2",
+                             "--budget", "40GiB", "--json"});
+    const anatomy::llmc::run_config run{.recompute = 2, .cudnn = true};
+    CHECK(j["max_batch"] ==
+          anatomy::llmc::max_batch(*anatomy::llmc::from_descriptor("d24"), run, 1024, 40 * anatomy::GiB));
+    CHECK(j["max_batch"] == 55);  // what anatomy-validate proved on an H200 (docs/validation-h200.md)
+}
+
+TEST_CASE("--framework llm.c: flags of the other framework are refused by name") {
+    const auto [status, args, message] = GENERATE(table<int, std::vector<std::string>, std::string>({
+        {2, {"--autocast", "bf16"}, "--framework llm.c: --autocast does not apply"},
+        {2, {"--grad-checkpointing"}, "llm.c recomputes with --recompute"},
+        {2, {"--optimizer", "sgd"}, "trains with AdamW only"},
+        {2, {"--recompute", "3"}, "--recompute: is llm.c's -r, 0, 1 or 2"},
+        {2, {"--weights", "fp16"}, "bf16 (default) or fp32"},
+        {2, {"--weights", "fp32", "--cudnn"}, "--cudnn: llm.c's cuDNN attention needs the bf16 build"},
+        {1, {"--seq", "2048"}, "--seq 2048: llm.c asserts T <= max_seq_len, 1024"},
+    }));
+    std::vector<std::string> full{"estimate", "--framework", "llm.c", "--model", "d12", "--batch", "1"};
+    if (std::find(args.begin(), args.end(), "--seq") == args.end()) full.insert(full.end(), {"--seq", "64"});
+    full.insert(full.end(), args.begin(), args.end());
+    const result r = run(full);
+    CAPTURE(full, r.err);
+    CHECK(r.status == status);
+    CHECK(r.out.empty());
+    CHECK(r.err.find(message) != std::string::npos);
 }
