@@ -206,7 +206,7 @@ TEST_CASE("errors: one line on stderr, nothing on stdout, status 1 or 2") {
     CHECK(r.err.find('\n') == r.err.size() - 1);
 }
 
-TEST_CASE("--framework llm.c: the buffers of train_gpt2.cu, and what it prints") {
+TEST_CASE("llm.c framework: the buffers of train_gpt2.cu, and what it prints") {
     const json j = run_json({"estimate", "--framework", "llm.c", "--model", "d12", "--batch", "4", "--seq", "1024",
                              "--gpu", "h200", "--json"});
     CHECK(j["framework"] == "llm.c");
@@ -237,7 +237,7 @@ TEST_CASE("--framework llm.c: the buffers of train_gpt2.cu, and what it prints")
     CHECK(preset["ledger"] == j["ledger"]);
 }
 
-TEST_CASE("--framework llm.c max-batch agrees with the library") {
+TEST_CASE("llm.c framework: max-batch agrees with the library") {
     const json j = run_json({"max-batch", "--framework", "llm.c", "--model", "d24", "--seq", "1024", "--cudnn", "--recompute", "2",
                              "--budget", "40GiB", "--json"});
     const anatomy::llmc::run_config run{.recompute = 2, .cudnn = true};
@@ -246,7 +246,7 @@ TEST_CASE("--framework llm.c max-batch agrees with the library") {
     CHECK(j["max_batch"] == 55);  // what anatomy-validate proved on an H200 (docs/validation-h200.md)
 }
 
-TEST_CASE("--framework llm.c: flags of the other framework are refused by name") {
+TEST_CASE("llm.c framework: flags of the other framework are refused by name") {
     const auto [status, args, message] = GENERATE(table<int, std::vector<std::string>, std::string>({
         {2, {"--autocast", "bf16"}, "--framework llm.c: --autocast does not apply"},
         {2, {"--grad-checkpointing"}, "llm.c recomputes with --recompute"},
