@@ -56,9 +56,10 @@ template <class... Args>
 // that every message follows one style.
 struct raw_options {
     std::string config, model, task, batch, seq, target_seq, weights, autocast, master, optimizer, attention,
-        grad_accum, lora_rank, lora_targets, lora_dropout, num_labels, budget, gpu, framework, recompute;
+        grad_accum, lora_rank, lora_targets, lora_dropout, num_labels, budget, gpu, framework, recompute, parallel,
+        world_size;
     bool grad_checkpointing = false, inference = false, kv_cache = false, json = false, explain = false,
-         cudnn = false, no_master_weights = false;
+         cudnn = false, no_master_weights = false, ddp_bucket_view = false;
 };
 
 // What one estimate or max-batch command asks for.
@@ -171,6 +172,10 @@ inline void add_model_flags(CLI::App& app, raw_options& o, bool with_batch) {
         ->type_name("N");
     app.add_flag("--inference", o.inference, "a forward pass under no_grad: no gradients, no optimizer");
     app.add_flag("--kv-cache", o.kv_cache, "with --inference: use_cache=True");
+    add_enum<parallelism>(app, "--parallel", o.parallel, "how ranks share the work; the batch is per rank", "none");
+    app.add_option("--world-size", o.world_size, "ranks (GPUs) with --parallel ddp; figures are per rank")
+        ->type_name("N");
+    app.add_flag("--ddp-bucket-view", o.ddp_bucket_view, "DDP(gradient_as_bucket_view=True)");
     app.add_option("--gpu", o.gpu, "a card from the catalogue (" + gpu_names() + "): fit against its memory")
         ->type_name("NAME");
     app.add_flag("--json", o.json, "print one JSON object");
@@ -253,6 +258,14 @@ inline recipe build_recipe(const raw_options& o, std::vector<std::string>& lora_
     }
     if (r.master == master_weights::fp32 && !is_half(r.weights))
         usage("--master-weights fp32: needs --weights bf16 or fp16 (the fp32 copy is the master)");
+    if (!o.parallel.empty()) r.parallel = parse_enum<parallelism>("--parallel", o.parallel);
+    if (!o.world_size.empty()) r.world_size = parse_count("--world-size", o.world_size);
+    r.ddp_bucket_view = o.ddp_bucket_view;
+    if (r.parallel == parallelism::ddp && o.inference)
+        usage("--parallel ddp: trains; drop it with --inference (each rank serves a replica)");
+    if (r.world_size > 1 && r.parallel == parallelism::none)
+        usage("--world-size {}: needs --parallel ddp", r.world_size);
+    if (r.ddp_bucket_view && r.parallel != parallelism::ddp) usage("--ddp-bucket-view: needs --parallel ddp");
 
     if (!o.lora_dropout.empty() && o.lora_rank.empty()) usage("--lora-dropout: needs --lora-rank and --lora-targets");
     if (o.lora_rank.empty() != o.lora_targets.empty())
@@ -435,6 +448,9 @@ inline std::string recipe_text(const request& q) {
         out += ", LoRA off";
     }
     out += fmt::format(", inference {}", r.inference ? (r.kv_cache ? "on (KV cache)" : "on") : "off");
+    if (r.parallel == parallelism::ddp)
+        out += fmt::format("\n{:<10}DDP over {} ranks{}; per rank", "", r.world_size,
+                           r.ddp_bucket_view ? ", gradients as bucket views" : "");
     return out;
 }
 
@@ -457,6 +473,7 @@ inline void print_estimate(std::ostream& out, const estimate_result& x) {
     out << fmt::format(fmt::runtime(heading), "model state", "bytes", "size", "MiB", "B/param");
     for_each_entry(e.model_state, [&](std::string_view name, bytes b) {
         if (name == "activations" || name == "temporaries" || name == "allocator_rounding") return;
+        if (name == "communication" && b.count == 0) return;
         out << fmt::format(fmt::runtime(row), name, grouped(b.count), b, in_mib(b), per_param(b, e.params));
     });
     const bytes state = total(e.model_state);
@@ -570,6 +587,9 @@ inline ojson inputs_json(std::string_view command, const request& q, bool with_b
     rj["lora_targets"] = q.lora_targets;
     rj["inference"] = r.inference;
     rj["kv_cache"] = r.kv_cache;
+    rj["parallel"] = name_of(r.parallel);
+    rj["world_size"] = r.world_size;
+    rj["ddp_bucket_view"] = r.ddp_bucket_view;
     j["recipe"] = std::move(rj);
     j["spec"] = spec_json(q.model);
     return j;

@@ -44,7 +44,9 @@ inline llmc_request build_llmc_request(const raw_options& o, bool with_batch) {
         {!o.num_labels.empty(), "--num-labels"},
         {o.inference, "--inference"},
         {o.kv_cache, "--kv-cache"},
-        {!o.target_seq.empty(), "--target-seq"}};
+        {!o.target_seq.empty(), "--target-seq"},
+        {!o.parallel.empty() || !o.world_size.empty() || o.ddp_bucket_view,
+         "--parallel, --world-size and --ddp-bucket-view (one GPU here)"}};
     for (const auto& [given, flag] : pytorch_only)
         if (given) usage("--framework llm.c: {} does not apply to llm.c's train_gpt2.cu; drop it", flag);
     if (!o.optimizer.empty() && o.optimizer != "adamw")

@@ -84,9 +84,18 @@ struct state_count {
     bytes resident_blocks{};   // weights, master weights and optimizer state
     bytes gradient_blocks{};
     bytes step_temporaries{};  // optimizer.step() scratch
+    bytes bucket_blocks{};     // DDP's gradient buckets, alive from construction on
 };
 
+
 namespace detail {
+
+// DDP flattens every gradient into buckets (flat tensors, 25 MiB each) when
+// it is built. With gradient_as_bucket_view the gradients are views of them;
+// without, autograd's gradients are copied in and out and the buckets are a
+// second copy of every gradient.
+constexpr bool ddp(const recipe& r) { return r.parallel == parallelism::ddp; }
+constexpr bool gradients_preallocated(const recipe& r) { return r.grad_accum > 1 || (ddp(r) && r.ddp_bucket_view); }
 
 constexpr state_count count_model_state(const op_graph& graph, const recipe& r, memory_estimate& e) {
     state_count st{};
@@ -125,6 +134,10 @@ constexpr state_count count_model_state(const op_graph& graph, const recipe& r, 
             largest_scratch = scratch;
         }
     });
+    if (ddp(r) && !r.ddp_bucket_view) {
+        l.communication = l.gradients;
+        st.bucket_blocks = block_size(l.gradients);
+    }
     const bytes shared_state = optimizer_shared_state(r.optimizer, largest);
     l.optimizer_state += shared_state;
     st.resident_blocks += block_size(shared_state);
@@ -349,16 +362,18 @@ constexpr memory_estimate estimate(const model_spec& model, const recipe& r, con
     memory_estimate e{};
     const state_count st = detail::count_model_state(graph, r, e);
     e.model_state = st.logical;
-    const bool accumulating = r.grad_accum > 1;
-    // Gradients of earlier micro-steps stay alive through later forwards.
-    const bytes forward_base = accumulating ? st.resident_blocks + st.gradient_blocks : st.resident_blocks;
+    // Gradients of earlier micro-steps, or DDP's buckets viewed as gradients,
+    // stay alive through the forward.
+    const bool accumulating = detail::gradients_preallocated(r);
+    const bytes resident = st.resident_blocks + st.bucket_blocks;
+    const bytes forward_base = accumulating ? resident + st.gradient_blocks : resident;
     const detail::step_peaks walk =
         detail::walk_step(graph, model, r, s, detail::live_bytes::signed_size(forward_base), accumulating);
 
     e.phases.forward = bytes{static_cast<std::uint64_t>(walk.forward)};
     if (!r.inference) {
         e.phases.backward = bytes{static_cast<std::uint64_t>(walk.backward)};
-        e.phases.optimizer = st.resident_blocks + st.gradient_blocks + st.step_temporaries;
+        e.phases.optimizer = resident + st.gradient_blocks + st.step_temporaries;
     }
     e.peak = e.phases.forward;
     if (e.phases.backward > e.peak) e.peak = e.phases.backward;
@@ -374,8 +389,8 @@ constexpr memory_estimate estimate(const model_spec& model, const recipe& r, con
     if (optimizer_peak) l.temporaries = st.step_temporaries;
     // Gradients are reported as allocated (block-rounded) when only some exist.
     l.gradients = grads_at_peak == st.gradient_blocks ? st.logical.gradients : grads_at_peak;
-    const bytes state_blocks = st.resident_blocks + grads_at_peak;
-    const bytes state_logical = l.weights + l.master_weights + l.optimizer_state + l.gradients;
+    const bytes state_blocks = resident + grads_at_peak;
+    const bytes state_logical = l.weights + l.master_weights + l.optimizer_state + l.gradients + l.communication;
     l.allocator_rounding = state_blocks - state_logical;
     // Whatever else is alive at the peak belongs to the step's tensors.
     l.activations = e.peak - state_blocks - l.temporaries;

@@ -19,6 +19,7 @@ struct memory_ledger {
                         (bytes, optimizer_state),
                         (bytes, activations),          // tensors of the step alive at the peak
                         (bytes, temporaries),          // the optimizer step's scratch tensors
+                        (bytes, communication),        // DDP's gradient buckets
                         (bytes, allocator_rounding));  // model state rounded up to 512-byte blocks
 };
 

@@ -79,6 +79,13 @@ struct enum_names<attention_kernel> {
         {{attention_kernel::sdpa, "sdpa"}, {attention_kernel::eager, "eager"}}};
 };
 
+template <>
+struct enum_names<parallelism> {
+    static constexpr std::string_view what = "parallelism";
+    static constexpr std::array<std::pair<parallelism, std::string_view>, 2> table{
+        {{parallelism::none, "none"}, {parallelism::ddp, "ddp"}}};
+};
+
 template <NamedEnum Enum>
 constexpr std::string_view name_of(Enum value) {
     for (const auto& [v, name] : enum_names<Enum>::table)

@@ -30,6 +30,10 @@ enum class optimizer_kind {
 
 enum class attention_kernel { sdpa, eager };
 
+// How ranks share the work. `ddp`: torch.nn.parallel.DistributedDataParallel,
+// a full replica per rank plus its gradient buckets; the batch is per rank.
+enum class parallelism { none, ddp };
+
 // peft creates LoRA adapters in fp32 and keeps them there over half base
 // weights (get_peft_model's autocast_adapter_dtype=True).
 inline constexpr dtype lora_adapter_dtype = dtype::fp32;
@@ -70,6 +74,9 @@ struct recipe {
     lora_config lora{};
     bool inference = false;
     bool kv_cache = false;  // inference with use_cache=True
+    parallelism parallel = parallelism::none;
+    std::uint64_t world_size = 1;
+    bool ddp_bucket_view = false;  // DDP(gradient_as_bucket_view=True): gradients live in the buckets
 };
 
 constexpr void validate(const recipe& r) {
@@ -89,6 +96,13 @@ constexpr void validate(const recipe& r) {
                     "anatomy::validate(recipe): LoRA needs at least one target module");
     detail::require(r.lora.enabled() || r.lora.target_count() == 0,
                     "anatomy::validate(recipe): LoRA targets need a rank > 0");
+    detail::require(r.world_size >= 1, "anatomy::validate(recipe): world_size must be >= 1");
+    detail::require(r.world_size == 1 || r.parallel != parallelism::none,
+                    "anatomy::validate(recipe): world_size > 1 needs a parallelism (ddp)");
+    detail::require(r.parallel == parallelism::none || !r.inference,
+                    "anatomy::validate(recipe): ddp trains; serve with parallelism none");
+    detail::require(!r.ddp_bucket_view || r.parallel == parallelism::ddp,
+                    "anatomy::validate(recipe): ddp_bucket_view needs parallelism ddp");
 }
 
 }  // namespace anatomy

@@ -75,10 +75,18 @@ constexpr allocator_replay replay_allocator(const model_spec& model, const recip
     detail::check_lora_targets(graph, r);
     caching_allocator a(cap);
     detail::build_model(graph, r, a);
+    if (detail::ddp(r)) {
+        // DDP's construction: one flat bucket holding every gradient (its 25 MiB
+        // buckets are adjacent allocations; one block stands for them).
+        memory_estimate counts{};
+        const state_count st = detail::count_model_state(graph, r, counts);
+        a.allocate(st.logical.gradients, tensor_owner::model);
+    }
+    const bool view = detail::ddp(r) && r.ddp_bucket_view;
     const int steps = r.inference ? 2 : 3;
     for (int step = 0; step < steps && !a.out_of_memory(); ++step) {
         for (std::uint64_t micro = 0; micro < r.grad_accum; ++micro)
-            (void)detail::walk_step(graph, model, r, s, 0, micro > 0, &a);
+            (void)detail::walk_step(graph, model, r, s, 0, micro > 0 || view, &a);
         if (r.inference) continue;
         detail::optimizer_step(graph, r, step == 0, a);
         a.release_all(tensor_owner::gradient);  // zero_grad(set_to_none=True)

@@ -1,0 +1,51 @@
+// Per-rank memory under data parallelism, against two H200s: DDP cases of
+// bench/torch_reference/distributed.py, launched with torchrun. The most
+// loaded rank's peak allocated bytes, same bar as one GPU: median <= 2 %,
+// max <= 5 %.
+#include <anatomy/anatomy.hpp>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+TEST_CASE("DDP on two H200s: per-rank peak within 2 % (median) and 5 % (max)") {
+    using namespace anatomy;
+    const std::map<std::string, model_spec> models{
+        {"gpt2", presets::gpt2}, {"tinyllama-1.1b", presets::tinyllama_1_1b}, {"llama3.2-1b", presets::llama_3_2_1b}};
+    std::map<std::string, std::pair<nlohmann::json, std::uint64_t>> most_loaded;  // case -> spec, peak
+    std::ifstream in(ANATOMY_DISTRIBUTED_FILE);
+    REQUIRE(in.good());
+    for (std::string line; std::getline(in, line);) {
+        const nlohmann::json j = nlohmann::json::parse(line);
+        if (j["spec"]["parallel"] != "ddp") continue;  // FSDP2 is measured, not modelled yet
+        auto& entry = most_loaded[j["case"].get<std::string>()];
+        entry.first = j["spec"];
+        entry.second = std::max(entry.second, j["peak_alloc"].get<std::uint64_t>());
+    }
+    REQUIRE(most_loaded.size() == 4);
+    std::vector<double> errors;
+    for (const auto& [name, entry] : most_loaded) {
+        const nlohmann::json& spec = entry.first;
+        const recipe r{.weights = spec.value("weights", "fp32") == "bf16" ? dtype::bf16 : dtype::fp32,
+                       .parallel = parallelism::ddp,
+                       .world_size = 2,
+                       .ddp_bucket_view = spec.value("bucket_view", false)};
+        const shape s{.batch = spec["batch"].get<std::uint64_t>(), .seq = spec["seq"].get<std::uint64_t>()};
+        const memory_estimate e = estimate(models.at(spec["model"].get<std::string>()), r, s);
+        const double error = std::abs(static_cast<double>(e.peak.count) - static_cast<double>(entry.second)) /
+                             static_cast<double>(entry.second);
+        INFO(name << ": predicted " << e.peak.count << ", measured " << entry.second << ", error " << 100 * error
+                  << " %");
+        CHECK(error <= 0.05);
+        errors.push_back(error);
+    }
+    std::sort(errors.begin(), errors.end());
+    const double median = (errors[1] + errors[2]) / 2;
+    CHECK(median <= 0.02);
+}
