@@ -76,7 +76,13 @@ int main(int argc, char** argv) {
         for (int i = 1; i < argc; i += 2) {
             const std::string_view flag = argv[i];
             if (i + 1 >= argc) throw std::invalid_argument("size_batch: " + std::string(flag) + " needs a value");
-            if (flag == "--budget") budget = anatomy::parse_bytes(argv[i + 1]);
+            if (flag == "--budget") {
+                try {
+                    budget = anatomy::parse_bytes(argv[i + 1]);
+                } catch (const anatomy::error& e) {
+                    throw std::invalid_argument(std::string("size_batch: --budget: ") + e.what());
+                }
+            }
             else if (flag == "--global-batch") global_batch = parse_positive(flag, argv[i + 1]);
             else throw std::invalid_argument("size_batch: unknown flag \"" + std::string(flag) +
                                              "\"; use --budget SIZE or --global-batch N");
@@ -87,10 +93,10 @@ int main(int argc, char** argv) {
 
         const std::uint64_t fits = anatomy::max_batch(model, recipe, sequence, *budget);
         if (fits == 0) {
-            std::printf("budget %llu MiB: not even one sequence fits (batch 1 peaks at %llu MiB)\n",
-                        static_cast<unsigned long long>(anatomy::in_mib(*budget)),
-                        static_cast<unsigned long long>(
-                            anatomy::mib_ceil(anatomy::estimate(model, recipe, sequence).peak)));
+            std::fprintf(stderr, "size_batch: budget %llu MiB: not even one sequence fits (batch 1 peaks at %llu MiB)\n",
+                         static_cast<unsigned long long>(anatomy::in_mib(*budget)),
+                         static_cast<unsigned long long>(
+                             anatomy::mib_ceil(anatomy::estimate(model, recipe, sequence).peak)));
             return 1;
         }
         const std::uint64_t micro = micro_batch_for(global_batch, fits);

@@ -12,13 +12,11 @@
 #include <anatomy/graph.hpp>
 #include <anatomy/kernels.hpp>
 #include <anatomy/ledger.hpp>
-#include <anatomy/llmc.hpp>
 #include <anatomy/max_batch.hpp>
 #include <anatomy/model.hpp>
 #include <anatomy/names.hpp>
 #include <anatomy/op.hpp>
 #include <anatomy/optimizer.hpp>
-#include <anatomy/peak_set.hpp>
 #include <anatomy/presets.hpp>
 #include <anatomy/recipe.hpp>
 #include <anatomy/shape.hpp>

@@ -1,11 +1,15 @@
 # Runs the anatomy CLI once and checks its exit status and output.
 #
 #   cmake -DEXE=path/to/anatomy -DARGS="estimate|--model|gpt2" -DRC=2
-#         [-DERR=regex] [-DOUT=regex] -P run_cli.cmake
+#         [-DERR=regex] [-DOUT=regex] [-DPREFIX=name] -P run_cli.cmake
 #
 # ARGS separates the arguments with "|". On a non-zero status the run must
 # print nothing on stdout and exactly one line on stderr, starting with
-# "anatomy: " and matching ERR. On status 0, stdout must match OUT.
+# PREFIX (default "anatomy") and ": ", and matching ERR. On status 0, stdout
+# must match OUT.
+if(NOT DEFINED PREFIX)
+    set(PREFIX anatomy)
+endif()
 string(REPLACE "|" ";" args "${ARGS}")
 execute_process(COMMAND "${EXE}" ${args}
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -17,8 +21,8 @@ if(NOT RC STREQUAL "0")
     if(NOT out STREQUAL "")
         message(FATAL_ERROR "an error must print nothing on stdout\n${shown}")
     endif()
-    if(NOT err MATCHES "^anatomy: [^\n]+\n$")
-        message(FATAL_ERROR "an error must be one line starting with \"anatomy: \"\n${shown}")
+    if(NOT err MATCHES "^${PREFIX}: [^\n]+\n$")
+        message(FATAL_ERROR "an error must be one line starting with \"${PREFIX}: \"\n${shown}")
     endif()
 endif()
 if(DEFINED ERR AND NOT err MATCHES "${ERR}")
