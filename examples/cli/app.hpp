@@ -57,9 +57,9 @@ template <class... Args>
 struct raw_options {
     std::string config, model, task, batch, seq, target_seq, weights, autocast, master, optimizer, attention,
         grad_accum, lora_rank, lora_targets, lora_dropout, num_labels, budget, gpu, framework, recompute, parallel,
-        world_size;
+        world_size, fsdp_param_dtype;
     bool grad_checkpointing = false, inference = false, kv_cache = false, json = false, explain = false,
-         cudnn = false, no_master_weights = false, ddp_bucket_view = false;
+         cudnn = false, no_master_weights = false, ddp_bucket_view = false, fsdp_no_reshard = false;
 };
 
 // What one estimate or max-batch command asks for.
@@ -173,9 +173,13 @@ inline void add_model_flags(CLI::App& app, raw_options& o, bool with_batch) {
     app.add_flag("--inference", o.inference, "a forward pass under no_grad: no gradients, no optimizer");
     app.add_flag("--kv-cache", o.kv_cache, "with --inference: use_cache=True");
     add_enum<parallelism>(app, "--parallel", o.parallel, "how ranks share the work; the batch is per rank", "none");
-    app.add_option("--world-size", o.world_size, "ranks (GPUs) with --parallel ddp; figures are per rank")
+    app.add_option("--world-size", o.world_size, "ranks (GPUs) with --parallel; figures are per rank")
         ->type_name("N");
     app.add_flag("--ddp-bucket-view", o.ddp_bucket_view, "DDP(gradient_as_bucket_view=True)");
+    app.add_flag("--fsdp-no-reshard", o.fsdp_no_reshard, "FSDP2 fully_shard(reshard_after_forward=False)");
+    app.add_option("--fsdp-param-dtype", o.fsdp_param_dtype,
+                   "FSDP2 MixedPrecisionPolicy(param_dtype=..., reduce_dtype=fp32): bf16 or fp16")
+        ->type_name("NAME");
     app.add_option("--gpu", o.gpu, "a card from the catalogue (" + gpu_names() + "): fit against its memory")
         ->type_name("NAME");
     app.add_flag("--json", o.json, "print one JSON object");
@@ -261,11 +265,22 @@ inline recipe build_recipe(const raw_options& o, std::vector<std::string>& lora_
     if (!o.parallel.empty()) r.parallel = parse_enum<parallelism>("--parallel", o.parallel);
     if (!o.world_size.empty()) r.world_size = parse_count("--world-size", o.world_size);
     r.ddp_bucket_view = o.ddp_bucket_view;
-    if (r.parallel == parallelism::ddp && o.inference)
-        usage("--parallel ddp: trains; drop it with --inference (each rank serves a replica)");
+    r.fsdp_reshard_after_forward = !o.fsdp_no_reshard;
+    if (r.parallel != parallelism::none && o.inference)
+        usage("--parallel {}: trains; drop it with --inference (each rank serves a replica)", name_of(r.parallel));
     if (r.world_size > 1 && r.parallel == parallelism::none)
-        usage("--world-size {}: needs --parallel ddp", r.world_size);
+        usage("--world-size {}: needs --parallel ddp or fsdp", r.world_size);
     if (r.ddp_bucket_view && r.parallel != parallelism::ddp) usage("--ddp-bucket-view: needs --parallel ddp");
+    if (o.fsdp_no_reshard && r.parallel != parallelism::fsdp) usage("--fsdp-no-reshard: needs --parallel fsdp");
+    if (!o.fsdp_param_dtype.empty()) {
+        if (r.parallel != parallelism::fsdp) usage("--fsdp-param-dtype: needs --parallel fsdp");
+        r.fsdp_param_dtype = parse_enum<dtype>("--fsdp-param-dtype", o.fsdp_param_dtype);
+        if (!is_half(r.fsdp_param_dtype)) usage("--fsdp-param-dtype: bf16 or fp16, got {}", o.fsdp_param_dtype);
+    }
+    if (r.parallel == parallelism::fsdp && (r.lora.enabled() || !o.lora_rank.empty() ||
+                                            r.master != master_weights::none || r.autocast != autocast_mode::off))
+        usage("--parallel fsdp: modelled without LoRA, --master-weights or --autocast; for mixed precision pass "
+              "--fsdp-param-dtype bf16");
 
     if (!o.lora_dropout.empty() && o.lora_rank.empty()) usage("--lora-dropout: needs --lora-rank and --lora-targets");
     if (o.lora_rank.empty() != o.lora_targets.empty())
@@ -451,6 +466,10 @@ inline std::string recipe_text(const request& q) {
     if (r.parallel == parallelism::ddp)
         out += fmt::format("\n{:<10}DDP over {} ranks{}; per rank", "", r.world_size,
                            r.ddp_bucket_view ? ", gradients as bucket views" : "");
+    if (r.parallel == parallelism::fsdp)
+        out += fmt::format("\n{:<10}FSDP2 over {} ranks, {}, param dtype {}; per rank", "", r.world_size,
+                           r.fsdp_reshard_after_forward ? "resharded after forward" : "not resharded after forward",
+                           name_of(compute_dtype(r)));
     return out;
 }
 
@@ -473,7 +492,7 @@ inline void print_estimate(std::ostream& out, const estimate_result& x) {
     out << fmt::format(fmt::runtime(heading), "model state", "bytes", "size", "MiB", "B/param");
     for_each_entry(e.model_state, [&](std::string_view name, bytes b) {
         if (name == "activations" || name == "temporaries" || name == "allocator_rounding") return;
-        if (name == "communication" && b.count == 0) return;
+        if ((name == "communication" || name == "gathered_weights") && b.count == 0) return;
         out << fmt::format(fmt::runtime(row), name, grouped(b.count), b, in_mib(b), per_param(b, e.params));
     });
     const bytes state = total(e.model_state);
@@ -590,6 +609,8 @@ inline ojson inputs_json(std::string_view command, const request& q, bool with_b
     rj["parallel"] = name_of(r.parallel);
     rj["world_size"] = r.world_size;
     rj["ddp_bucket_view"] = r.ddp_bucket_view;
+    rj["fsdp_reshard_after_forward"] = r.fsdp_reshard_after_forward;
+    rj["fsdp_param_dtype"] = name_of(compute_dtype(r));
     j["recipe"] = std::move(rj);
     j["spec"] = spec_json(q.model);
     return j;

@@ -42,6 +42,7 @@ struct parameter_tensor_group {
     std::uint64_t copies = 1;
     dtype type = dtype::fp32;
     bool trainable = true;
+    const stage* owner = nullptr;  // the stage that holds it
 };
 
 // Calls f(parameter_tensor_group) for every parameter tensor, LoRA adapters
@@ -51,11 +52,11 @@ constexpr void for_each_parameter(const op_graph& graph, const recipe& r, F&& f)
     const bool frozen_base = r.lora.enabled() || r.inference;
     for_each_op(graph, [&](const stage& s, const op& o) {
         const bool trainable = !frozen_base;
-        if (!o.tied && !o.weight.empty()) f(parameter_tensor_group{o.weight, s.repeat, r.weights, trainable});
-        if (!o.bias.empty()) f(parameter_tensor_group{o.bias, s.repeat, r.weights, trainable});
+        if (!o.tied && !o.weight.empty()) f(parameter_tensor_group{o.weight, s.repeat, r.weights, trainable, &s});
+        if (!o.bias.empty()) f(parameter_tensor_group{o.bias, s.repeat, r.weights, trainable, &s});
         if (o.kind == op_kind::linear && r.lora.enabled() && r.lora.targets_module(o.module)) {
-            f(parameter_tensor_group{{r.lora.rank, o.in_width}, s.repeat, lora_adapter_dtype, !r.inference});
-            f(parameter_tensor_group{{o.out_width, r.lora.rank}, s.repeat, lora_adapter_dtype, !r.inference});
+            f(parameter_tensor_group{{r.lora.rank, o.in_width}, s.repeat, lora_adapter_dtype, !r.inference, &s});
+            f(parameter_tensor_group{{o.out_width, r.lora.rank}, s.repeat, lora_adapter_dtype, !r.inference, &s});
         }
     });
 }
@@ -85,7 +86,19 @@ struct state_count {
     bytes gradient_blocks{};
     bytes step_temporaries{};  // optimizer.step() scratch
     bytes bucket_blocks{};     // DDP's gradient buckets, alive from construction on
+    // FSDP: unsharded parameters in the compute dtype, all-gathered: the root
+    // group's, one block's (the largest), and every block's.
+    bytes gathered_root{};
+    bytes gathered_block{};
+    bytes gathered_blocks{};
 };
+
+// FSDP2 shards each parameter along dim 0, padded to a multiple of the world:
+// every rank holds ceil(rows / world) rows.
+constexpr param_tensor local_shard(param_tensor t, const recipe& r) {
+    if (r.parallel != parallelism::fsdp) return t;
+    return {detail::ceil_div(t.rows, r.world_size), t.cols};
+}
 
 
 namespace detail {
@@ -95,6 +108,7 @@ namespace detail {
 // without, autograd's gradients are copied in and out and the buckets are a
 // second copy of every gradient.
 constexpr bool ddp(const recipe& r) { return r.parallel == parallelism::ddp; }
+constexpr bool fsdp(const recipe& r) { return r.parallel == parallelism::fsdp; }
 constexpr bool gradients_preallocated(const recipe& r) { return r.grad_accum > 1 || (ddp(r) && r.ddp_bucket_view); }
 
 constexpr state_count count_model_state(const op_graph& graph, const recipe& r, memory_estimate& e) {
@@ -103,9 +117,25 @@ constexpr state_count count_model_state(const op_graph& graph, const recipe& r, 
     param_tensor largest{};
     bytes largest_scratch{};
     bytes all_scratch{};
-    for_each_parameter(graph, r, [&](const parameter_tensor_group& p) {
-        const std::uint64_t n = checked_mul(p.tensor.numel(), p.copies);
+    const stage* block_stage = nullptr;
+    bytes block{};
+    for_each_parameter(graph, r, [&](const parameter_tensor_group& group) {
+        const std::uint64_t n = checked_mul(group.tensor.numel(), group.copies);
         e.params = checked_add(e.params, n);
+        if (fsdp(r)) {
+            const bytes gathered = r.world_size * local_shard(group.tensor, r).numel() * size_of(compute_dtype(r));
+            if (!group.owner->block) {
+                st.gathered_root += gathered;
+            } else {
+                if (group.owner != block_stage) block = bytes{};
+                block_stage = group.owner;
+                block += gathered;
+                if (block > st.gathered_block) st.gathered_block = block;
+                st.gathered_blocks += group.copies * gathered;
+            }
+        }
+        parameter_tensor_group p = group;
+        p.tensor = local_shard(group.tensor, r);
         const bytes weight = p.tensor.numel() * size_of(p.type);
         l.weights += p.copies * weight;
         st.resident_blocks += p.copies * block_size(weight);
@@ -366,9 +396,15 @@ constexpr memory_estimate estimate(const model_spec& model, const recipe& r, con
     // stay alive through the forward.
     const bool accumulating = detail::gradients_preallocated(r);
     const bytes resident = st.resident_blocks + st.bucket_blocks;
-    const bytes forward_base = accumulating ? resident + st.gradient_blocks : resident;
+    // FSDP: the root group is gathered from the first forward to the end of
+    // backward; one block at a time besides (all of them without resharding).
+    const bytes gathered =
+        st.gathered_root + (r.fsdp_reshard_after_forward ? st.gathered_block : st.gathered_blocks);
+    const bytes forward_base = (accumulating ? resident + st.gradient_blocks : resident) + gathered;
+    recipe compute = r;
+    compute.weights = compute_dtype(r);
     const detail::step_peaks walk =
-        detail::walk_step(graph, model, r, s, detail::live_bytes::signed_size(forward_base), accumulating);
+        detail::walk_step(graph, model, compute, s, detail::live_bytes::signed_size(forward_base), accumulating);
 
     e.phases.forward = bytes{static_cast<std::uint64_t>(walk.forward)};
     if (!r.inference) {
@@ -392,8 +428,9 @@ constexpr memory_estimate estimate(const model_spec& model, const recipe& r, con
     const bytes state_blocks = resident + grads_at_peak;
     const bytes state_logical = l.weights + l.master_weights + l.optimizer_state + l.gradients + l.communication;
     l.allocator_rounding = state_blocks - state_logical;
+    if (!optimizer_peak) l.gathered_weights = gathered;
     // Whatever else is alive at the peak belongs to the step's tensors.
-    l.activations = e.peak - state_blocks - l.temporaries;
+    l.activations = e.peak - state_blocks - l.temporaries - l.gathered_weights;
     return e;
 }
 

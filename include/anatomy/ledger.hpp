@@ -20,6 +20,7 @@ struct memory_ledger {
                         (bytes, activations),          // tensors of the step alive at the peak
                         (bytes, temporaries),          // the optimizer step's scratch tensors
                         (bytes, communication),        // DDP's gradient buckets
+                        (bytes, gathered_weights),     // FSDP's all-gathered (unsharded) parameters
                         (bytes, allocator_rounding));  // model state rounded up to 512-byte blocks
 };
 

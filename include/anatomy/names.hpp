@@ -82,8 +82,8 @@ struct enum_names<attention_kernel> {
 template <>
 struct enum_names<parallelism> {
     static constexpr std::string_view what = "parallelism";
-    static constexpr std::array<std::pair<parallelism, std::string_view>, 2> table{
-        {{parallelism::none, "none"}, {parallelism::ddp, "ddp"}}};
+    static constexpr std::array<std::pair<parallelism, std::string_view>, 3> table{
+        {{parallelism::none, "none"}, {parallelism::ddp, "ddp"}, {parallelism::fsdp, "fsdp"}}};
 };
 
 template <NamedEnum Enum>

@@ -79,6 +79,8 @@ constexpr planned_step plan_peak_set(const model_spec& model, const recipe& r, c
     }
     if (e.ledger.communication.count > 0)
         set.push_back({"communication", "DDP gradient buckets", e.ledger.communication, 1});
+    if (e.ledger.gathered_weights.count > 0)
+        set.push_back({"gathered_weights", "FSDP all-gathered parameters", e.ledger.gathered_weights, 1});
     if (e.ledger.activations.count > 0) set.push_back({"activations", "alive at the peak", e.ledger.activations, 1});
     if (e.ledger.temporaries.count > 0) set.push_back({"temporaries", "optimizer step", e.ledger.temporaries, 1});
     return step;

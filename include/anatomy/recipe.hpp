@@ -30,9 +30,13 @@ enum class optimizer_kind {
 
 enum class attention_kernel { sdpa, eager };
 
-// How ranks share the work. `ddp`: torch.nn.parallel.DistributedDataParallel,
-// a full replica per rank plus its gradient buckets; the batch is per rank.
-enum class parallelism { none, ddp };
+// How ranks share the work; the batch is per rank.
+// `ddp`: torch.nn.parallel.DistributedDataParallel, a full replica per rank
+// plus its gradient buckets.
+// `fsdp`: FSDP2, one fully_shard per transformer block plus the root; every
+// parameter, gradient and optimizer state is sharded along dim 0, and blocks
+// are all-gathered for their forward and backward.
+enum class parallelism { none, ddp, fsdp };
 
 // peft creates LoRA adapters in fp32 and keeps them there over half base
 // weights (get_peft_model's autocast_adapter_dtype=True).
@@ -77,7 +81,17 @@ struct recipe {
     parallelism parallel = parallelism::none;
     std::uint64_t world_size = 1;
     bool ddp_bucket_view = false;  // DDP(gradient_as_bucket_view=True): gradients live in the buckets
+    bool fsdp_reshard_after_forward = true;
+    // FSDP2 MixedPrecisionPolicy(param_dtype=..., reduce_dtype=fp32): the
+    // gathered parameters, and so the compute, in this dtype; fp32 (the
+    // default) leaves them in the weights' dtype.
+    dtype fsdp_param_dtype = dtype::fp32;
 };
+
+// The dtype a step computes in: FSDP2's param_dtype when it casts.
+constexpr dtype compute_dtype(const recipe& r) {
+    return r.parallel == parallelism::fsdp && r.fsdp_param_dtype != dtype::fp32 ? r.fsdp_param_dtype : r.weights;
+}
 
 constexpr void validate(const recipe& r) {
     detail::require(r.weights == dtype::fp32 || r.weights == dtype::bf16 || r.weights == dtype::fp16,
@@ -103,6 +117,14 @@ constexpr void validate(const recipe& r) {
                     "anatomy::validate(recipe): ddp trains; serve with parallelism none");
     detail::require(!r.ddp_bucket_view || r.parallel == parallelism::ddp,
                     "anatomy::validate(recipe): ddp_bucket_view needs parallelism ddp");
+    detail::require(r.fsdp_reshard_after_forward || r.parallel == parallelism::fsdp,
+                    "anatomy::validate(recipe): fsdp_reshard_after_forward = false needs parallelism fsdp");
+    detail::require(r.fsdp_param_dtype == dtype::fp32 || (r.parallel == parallelism::fsdp && is_half(r.fsdp_param_dtype)),
+                    "anatomy::validate(recipe): fsdp_param_dtype bf16 or fp16 needs parallelism fsdp");
+    detail::require(r.parallel != parallelism::fsdp || (!r.lora.enabled() && r.master == master_weights::none &&
+                                                        r.autocast == autocast_mode::off),
+                    "anatomy::validate(recipe): fsdp is modelled without LoRA, master weights or autocast; use "
+                    "fsdp_param_dtype for mixed precision");
 }
 
 }  // namespace anatomy

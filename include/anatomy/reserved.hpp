@@ -21,8 +21,9 @@ constexpr void build_model(const op_graph& graph, const recipe& r, caching_alloc
     for (const stage& st : graph.stages)
         for (std::uint64_t layer = 0; layer < st.repeat; ++layer)
             for (const op& o : st.ops) {
-                if (!o.tied && !o.weight.empty()) a.allocate(o.weight.numel() * size_of(r.weights), tensor_owner::model);
-                if (!o.bias.empty()) a.allocate(o.bias.numel() * size_of(r.weights), tensor_owner::model);
+                if (!o.tied && !o.weight.empty())
+                    a.allocate(local_shard(o.weight, r).numel() * size_of(r.weights), tensor_owner::model);
+                if (!o.bias.empty()) a.allocate(local_shard(o.bias, r).numel() * size_of(r.weights), tensor_owner::model);
                 if (o.kind == op_kind::linear && r.lora.enabled() && r.lora.targets_module(o.module)) {
                     a.allocate(r.lora.rank * o.in_width * size_of(lora_adapter_dtype), tensor_owner::model);
                     a.allocate(o.out_width * r.lora.rank * size_of(lora_adapter_dtype), tensor_owner::model);
@@ -36,8 +37,10 @@ constexpr void optimizer_step(const op_graph& graph, const recipe& r, bool first
     const step_scratch scratch = scratch_of(r.optimizer);
     param_tensor largest{};
     bytes largest_scratch{};
-    for_each_parameter(graph, r, [&](const parameter_tensor_group& p) {
-        if (!p.trainable) return;
+    for_each_parameter(graph, r, [&](const parameter_tensor_group& group) {
+        if (!group.trainable) return;
+        parameter_tensor_group p = group;
+        p.tensor = local_shard(group.tensor, r);
         const bool master = r.master == master_weights::fp32 && is_half(p.type);
         const dtype state_type = master ? dtype::fp32 : p.type;
         const bytes tensor = p.tensor.numel() * size_of(scratch_type(r.optimizer, state_type));
@@ -75,18 +78,23 @@ constexpr allocator_replay replay_allocator(const model_spec& model, const recip
     detail::check_lora_targets(graph, r);
     caching_allocator a(cap);
     detail::build_model(graph, r, a);
-    if (detail::ddp(r)) {
-        // DDP's construction: one flat bucket holding every gradient (its 25 MiB
-        // buckets are adjacent allocations; one block stands for them).
-        memory_estimate counts{};
-        const state_count st = detail::count_model_state(graph, r, counts);
-        a.allocate(st.logical.gradients, tensor_owner::model);
-    }
+    memory_estimate counts{};
+    const state_count st = detail::count_model_state(graph, r, counts);
+    // DDP's construction: one flat bucket holding every gradient (its 25 MiB
+    // buckets are adjacent allocations; one block stands for them).
+    if (detail::ddp(r)) a.allocate(st.logical.gradients, tensor_owner::model);
     const bool view = detail::ddp(r) && r.ddp_bucket_view;
+    const bytes gathered =
+        st.gathered_root + (r.fsdp_reshard_after_forward ? st.gathered_block : st.gathered_blocks);
+    recipe compute = r;
+    compute.weights = compute_dtype(r);
     const int steps = r.inference ? 2 : 3;
     for (int step = 0; step < steps && !a.out_of_memory(); ++step) {
-        for (std::uint64_t micro = 0; micro < r.grad_accum; ++micro)
-            (void)detail::walk_step(graph, model, r, s, 0, micro > 0 || view, &a);
+        for (std::uint64_t micro = 0; micro < r.grad_accum; ++micro) {
+            // FSDP's all-gathered parameters: freed when the step's tensors are.
+            if (gathered.count > 0) a.allocate(gathered, tensor_owner::step);
+            (void)detail::walk_step(graph, model, compute, s, 0, micro > 0 || view, &a);
+        }
         if (r.inference) continue;
         detail::optimizer_step(graph, r, step == 0, a);
         a.release_all(tensor_owner::gradient);  // zero_grad(set_to_none=True)

@@ -68,6 +68,18 @@ static_assert(!llmc::from_descriptor("gpt3:c5140"));  // llm.c's own table fails
 static_assert(device_footprint(plan_peak_set(presets::tinybert, {}, {.batch = 2, .seq = 64}).buffers) >=
               estimate(presets::tinybert, {}, {.batch = 2, .seq = 64}).peak);
 
+// Data parallelism, per rank: DDP adds a bucket copy of every gradient; FSDP2
+// over 4 ranks keeps a quarter of each tensor's rows (GPT-2's are all
+// multiples of 4 but wte's 50257) and gathers the root group and one block.
+constexpr recipe ddp{.parallel = parallelism::ddp, .world_size = 2};
+static_assert(estimate(presets::gpt2, ddp, {.batch = 1, .seq = 64}).model_state.communication ==
+              estimate(presets::gpt2, {}, {.batch = 1, .seq = 64}).model_state.gradients);
+constexpr recipe fsdp{.parallel = parallelism::fsdp, .world_size = 4};
+constexpr memory_estimate sharded = estimate(presets::gpt2, fsdp, {.batch = 1, .seq = 64});
+static_assert(sharded.model_state.weights == ((124439808 - 50257 * 768) / 4 + 12565 * 768) * (4 * B));  // wte: 12565 rows
+static_assert(sharded.model_state.optimizer_state == 2 * sharded.model_state.weights);
+static_assert(sharded.ledger.gathered_weights > 0 * B);
+
 static_assert(name_of(optimizer_kind::adamw_fused) == "adamw-fused");
 static_assert(parse_name<attention_kernel>("eager") == attention_kernel::eager);
 

@@ -85,7 +85,7 @@ TEST_CASE("the ledger is iterated, never hand-listed", "[ledger]") {
         sum += value;
     });
     CHECK(names == std::vector<std::string>{"weights", "gradients", "master_weights", "optimizer_state", "activations",
-                                            "temporaries", "communication", "allocator_rounding"});
+                                            "temporaries", "communication", "gathered_weights", "allocator_rounding"});
     CHECK(sum == total(e.ledger));
     CHECK(sum == e.peak);
     CHECK(total(e.model_state) == e.params * (16 * B));
