@@ -57,7 +57,7 @@ template <class... Args>
 struct raw_options {
     std::string config, model, task, batch, seq, target_seq, weights, autocast, master, optimizer, attention,
         grad_accum, lora_rank, lora_targets, lora_dropout, num_labels, budget, gpu, framework, recompute, parallel,
-        world_size, fsdp_param_dtype;
+        world_size, fsdp_param_dtype, offload;
     bool grad_checkpointing = false, inference = false, kv_cache = false, json = false, explain = false,
          cudnn = false, no_master_weights = false, ddp_bucket_view = false, fsdp_no_reshard = false;
 };
@@ -177,6 +177,8 @@ inline void add_model_flags(CLI::App& app, raw_options& o, bool with_batch) {
         ->type_name("N");
     app.add_flag("--ddp-bucket-view", o.ddp_bucket_view, "DDP(gradient_as_bucket_view=True)");
     app.add_flag("--fsdp-no-reshard", o.fsdp_no_reshard, "FSDP2 fully_shard(reshard_after_forward=False)");
+    add_enum<offload_target>(app, "--offload", o.offload,
+                             "DeepSpeed's CPU offload with a ZeRO stage (params needs zero3)", "none");
     app.add_option("--fsdp-param-dtype", o.fsdp_param_dtype,
                    "FSDP2 MixedPrecisionPolicy(param_dtype=..., reduce_dtype=fp32): bf16 or fp16")
         ->type_name("NAME");
@@ -269,7 +271,16 @@ inline recipe build_recipe(const raw_options& o, std::vector<std::string>& lora_
     if (r.parallel != parallelism::none && o.inference)
         usage("--parallel {}: trains; drop it with --inference (each rank serves a replica)", name_of(r.parallel));
     if (r.world_size > 1 && r.parallel == parallelism::none)
-        usage("--world-size {}: needs --parallel ddp or fsdp", r.world_size);
+        usage("--world-size {}: needs --parallel (ddp, fsdp, zero1, zero2 or zero3)", r.world_size);
+    if (!o.offload.empty()) r.offload = parse_enum<offload_target>("--offload", o.offload);
+    if (r.offload != offload_target::none && !is_zero(r.parallel))
+        usage("--offload {}: needs --parallel zero1, zero2 or zero3", name_of(r.offload));
+    if (r.offload == offload_target::params && r.parallel != parallelism::zero3)
+        usage("--offload params: needs --parallel zero3 (only stage 3 partitions parameters)");
+    if (is_zero(r.parallel) && (!o.lora_rank.empty() || r.autocast != autocast_mode::off))
+        usage("--parallel {}: modelled without LoRA or --autocast; pass --weights bf16 --master-weights fp32, as "
+              "DeepSpeed's bf16 mode runs",
+              name_of(r.parallel));
     if (r.ddp_bucket_view && r.parallel != parallelism::ddp) usage("--ddp-bucket-view: needs --parallel ddp");
     if (o.fsdp_no_reshard && r.parallel != parallelism::fsdp) usage("--fsdp-no-reshard: needs --parallel fsdp");
     if (!o.fsdp_param_dtype.empty()) {
@@ -470,6 +481,9 @@ inline std::string recipe_text(const request& q) {
         out += fmt::format("\n{:<10}FSDP2 over {} ranks, {}, param dtype {}; per rank", "", r.world_size,
                            r.fsdp_reshard_after_forward ? "resharded after forward" : "not resharded after forward",
                            name_of(compute_dtype(r)));
+    if (is_zero(r.parallel))
+        out += fmt::format("\n{:<10}DeepSpeed ZeRO stage {} over {} ranks, offload {}; per rank", "",
+                           name_of(r.parallel).substr(4), r.world_size, name_of(r.offload));
     return out;
 }
 
@@ -515,6 +529,8 @@ inline void print_estimate(std::ostream& out, const estimate_result& x) {
     out << fmt::format(fmt::runtime(phase_row), "peak", grouped(e.peak.count), e.peak, in_mib(e.peak));
     const bytes reserved = x.replay.peak_reserved;
     out << fmt::format(fmt::runtime(phase_row), "reserved", grouped(reserved.count), reserved, in_mib(reserved));
+    if (e.host.count > 0)
+        out << fmt::format(fmt::runtime(phase_row), "host (offloaded)", grouped(e.host.count), e.host, in_mib(e.host));
     const bytes replayed = x.replay.peak_allocated;
     out << fmt::format("{:<18}{:>24}{:>13}{:>12.2f}  (allocator replay, whole-block slack included)\n",
                        "replayed peak", grouped(replayed.count), replayed, in_mib(replayed));
@@ -611,6 +627,7 @@ inline ojson inputs_json(std::string_view command, const request& q, bool with_b
     rj["ddp_bucket_view"] = r.ddp_bucket_view;
     rj["fsdp_reshard_after_forward"] = r.fsdp_reshard_after_forward;
     rj["fsdp_param_dtype"] = name_of(compute_dtype(r));
+    rj["offload"] = name_of(r.offload);
     j["recipe"] = std::move(rj);
     j["spec"] = spec_json(q.model);
     return j;
@@ -626,6 +643,7 @@ inline void add_estimate_json(ojson& j, const estimate_result& x) {
     });
     j["model_state"] = std::move(state);
     j["peak_bytes"] = e.peak.count;
+    j["host_bytes"] = e.host.count;
     j["reserved_bytes"] = x.replay.peak_reserved.count;
     j["replayed_peak_bytes"] = x.replay.peak_allocated.count;
     ojson phases = ojson::object();

@@ -32,6 +32,7 @@ struct memory_estimate {
     memory_ledger ledger{};       // what is alive at the peak, entry by entry; sums to `peak`
     phase_peaks phases{};
     bytes peak{};  // the largest phase peak: what max_memory_allocated shows
+    bytes host{};  // what offloading keeps in CPU memory, per rank
     // What the caching allocator reserves depends on the order of every
     // allocation: replay_allocator (reserved.hpp) replays it.
 };
@@ -91,14 +92,26 @@ struct state_count {
     bytes gathered_root{};
     bytes gathered_block{};
     bytes gathered_blocks{};
+    bytes host{};  // offloaded to CPU memory
+    bytes zero_grad_partition{};  // ZeRO's fp32 copy of a rank's gradient partition, at the step
 };
 
-// FSDP2 shards each parameter along dim 0, padded to a multiple of the world:
-// every rank holds ceil(rows / world) rows.
-constexpr param_tensor local_shard(param_tensor t, const recipe& r) {
-    if (r.parallel != parallelism::fsdp) return t;
-    return {detail::ceil_div(t.rows, r.world_size), t.cols};
+// What one rank holds of a tensor. FSDP2 shards each parameter along dim 0,
+// padded to a multiple of the world: ceil(rows / world) rows. ZeRO partitions
+// flattened tensors: ceil(numel / world) elements.
+constexpr param_tensor shard_of(param_tensor t, const recipe& r) {
+    if (r.parallel == parallelism::fsdp) return {detail::ceil_div(t.rows, r.world_size), t.cols};
+    if (is_zero(r.parallel)) return {detail::ceil_div(t.numel(), r.world_size), 0};
+    return t;
 }
+// Which parts of the model state a rank holds only a shard of.
+constexpr param_tensor weight_shard(param_tensor t, const recipe& r) {
+    return r.parallel == parallelism::fsdp || r.parallel == parallelism::zero3 ? shard_of(t, r) : t;
+}
+constexpr param_tensor gradient_shard(param_tensor t, const recipe& r) {
+    return r.parallel == parallelism::zero1 ? t : shard_of(t, r);
+}
+constexpr param_tensor state_shard(param_tensor t, const recipe& r) { return shard_of(t, r); }
 
 
 namespace detail {
@@ -109,6 +122,7 @@ namespace detail {
 // second copy of every gradient.
 constexpr bool ddp(const recipe& r) { return r.parallel == parallelism::ddp; }
 constexpr bool fsdp(const recipe& r) { return r.parallel == parallelism::fsdp; }
+constexpr bool gathers(const recipe& r) { return fsdp(r) || r.parallel == parallelism::zero3; }
 constexpr bool gradients_preallocated(const recipe& r) { return r.grad_accum > 1 || (ddp(r) && r.ddp_bucket_view); }
 
 constexpr state_count count_model_state(const op_graph& graph, const recipe& r, memory_estimate& e) {
@@ -122,8 +136,8 @@ constexpr state_count count_model_state(const op_graph& graph, const recipe& r, 
     for_each_parameter(graph, r, [&](const parameter_tensor_group& group) {
         const std::uint64_t n = checked_mul(group.tensor.numel(), group.copies);
         e.params = checked_add(e.params, n);
-        if (fsdp(r)) {
-            const bytes gathered = r.world_size * local_shard(group.tensor, r).numel() * size_of(compute_dtype(r));
+        if (gathers(r)) {
+            const bytes gathered = r.world_size * weight_shard(group.tensor, r).numel() * size_of(compute_dtype(r));
             if (!group.owner->block) {
                 st.gathered_root += gathered;
             } else {
@@ -135,29 +149,47 @@ constexpr state_count count_model_state(const op_graph& graph, const recipe& r, 
             }
         }
         parameter_tensor_group p = group;
-        p.tensor = local_shard(group.tensor, r);
-        const bytes weight = p.tensor.numel() * size_of(p.type);
-        l.weights += p.copies * weight;
-        st.resident_blocks += p.copies * block_size(weight);
+        p.tensor = state_shard(group.tensor, r);
+        const bool offload_state = r.offload != offload_target::none;
+        const bytes weight = weight_shard(group.tensor, r).numel() * size_of(p.type);
+        if (r.offload == offload_target::params) {
+            st.host += p.copies * weight;
+        } else {
+            l.weights += p.copies * weight;
+            st.resident_blocks += p.copies * block_size(weight);
+        }
 
         const bool master = r.master == master_weights::fp32 && is_half(p.type) && (p.trainable || r.inference);
         if (master) {
             const bytes copy = p.tensor.numel() * size_of(dtype::fp32);
-            l.master_weights += p.copies * copy;
-            st.resident_blocks += p.copies * block_size(copy);
+            if (offload_state) {
+                st.host += p.copies * copy;
+            } else {
+                l.master_weights += p.copies * copy;
+                st.resident_blocks += p.copies * block_size(copy);
+            }
         }
         if (!p.trainable) return;
         e.trainable_params = checked_add(e.trainable_params, n);
-        // Under a master copy, gradients reach the optimizer in fp32.
-        const dtype grad_type = master ? dtype::fp32 : p.type;
-        const bytes grad = p.tensor.numel() * size_of(grad_type);
+        // Under a master copy the optimizer works in fp32: PyTorch-style
+        // recipes keep fp32 gradients; ZeRO keeps them in the parameters'
+        // dtype and converts its partition at the step (`zero_grad_partition`).
+        const dtype state_type = master ? dtype::fp32 : p.type;
+        const dtype grad_type = is_zero(r.parallel) ? p.type : state_type;
+        const bytes grad = gradient_shard(group.tensor, r).numel() * size_of(grad_type);
         l.gradients += p.copies * grad;
         st.gradient_blocks += p.copies * block_size(grad);
-        for (bytes state : optimizer_state_tensors(r.optimizer, p.tensor, grad_type)) {
-            l.optimizer_state += p.copies * state;
-            st.resident_blocks += p.copies * block_size(state);
+        for (bytes state : optimizer_state_tensors(r.optimizer, p.tensor, state_type)) {
+            if (offload_state) {
+                st.host += p.copies * state;
+            } else {
+                l.optimizer_state += p.copies * state;
+                st.resident_blocks += p.copies * block_size(state);
+            }
         }
-        const bytes scratch = block_size(p.tensor.numel() * size_of(scratch_type(r.optimizer, grad_type)));
+        if (is_zero(r.parallel) && master && !offload_state)
+            st.zero_grad_partition += p.copies * block_size(p.tensor.numel() * size_of(dtype::fp32));
+        const bytes scratch = block_size(p.tensor.numel() * size_of(scratch_type(r.optimizer, state_type)));
         all_scratch += p.copies * scratch;
         if (p.tensor.numel() > largest.numel()) {
             largest = p.tensor;
@@ -169,6 +201,10 @@ constexpr state_count count_model_state(const op_graph& graph, const recipe& r, 
         st.bucket_blocks = block_size(l.gradients);
     }
     const bytes shared_state = optimizer_shared_state(r.optimizer, largest);
+    if (r.offload != offload_target::none) {
+        st.host += shared_state;
+        return st;  // the step runs on the CPU
+    }
     l.optimizer_state += shared_state;
     st.resident_blocks += block_size(shared_state);
     switch (scratch_of(r.optimizer)) {
@@ -176,6 +212,7 @@ constexpr state_count count_model_state(const op_graph& graph, const recipe& r, 
         case step_scratch::one_per_tensor: st.step_temporaries = all_scratch; break;
         case step_scratch::two_per_tensor: st.step_temporaries = 2 * largest_scratch; break;
     }
+    st.step_temporaries += st.zero_grad_partition;
     return st;
 }
 
@@ -262,6 +299,18 @@ constexpr stage_plan plan_stage(const stage& st, const model_spec& m, const reci
         plan.run_count = 1;
     }
     return plan;
+}
+
+// How a block's parameter gradients are reduced when its backward ends. `r`
+// is the recipe the step computes with; its gradients are in r.weights.
+constexpr gradient_reduction reduction(const recipe& r, const stage& st) {
+    const bool sharded = r.parallel == parallelism::fsdp || r.parallel == parallelism::zero2 ||
+                         r.parallel == parallelism::zero3;
+    if (!sharded || !st.block) return {};
+    // FSDP2 reduces into the shards' own dtype (reduce_dtype fp32 over fp32
+    // shards); ZeRO keeps the parameters' dtype.
+    const dtype kept = r.parallel == parallelism::fsdp && r.fsdp_param_dtype != dtype::fp32 ? dtype::fp32 : r.weights;
+    return {r.world_size, size_of(kept).count, size_of(r.weights).count};
 }
 
 // Walks forward then backward over the stages, from `base` live bytes. With
@@ -355,7 +404,7 @@ constexpr step_peaks walk_step(const op_graph& graph, const model_spec& m, const
                     // then drop the recomputed output and the checkpoint's input.
                     walk.observe(allocator);
                     const live_bytes recompute = walk.forward(true, true);
-                    const live_bytes back = walk.backward(grads_exist, encoder_grad);
+                    const live_bytes back = walk.backward(grads_exist, encoder_grad, reduction(r, st));
                     one = back;
                     one.peak = recompute.peak > recompute.now + back.peak ? recompute.peak : recompute.now + back.peak;
                     one.grads_at_peak = recompute.peak > recompute.now + back.peak ? 0 : back.grads_at_peak;
@@ -368,7 +417,7 @@ constexpr step_peaks walk_step(const op_graph& graph, const model_spec& m, const
                 } else {
                     (void)walk.forward(true, false);  // rebuilds what autograd saved, silently
                     walk.observe(allocator);
-                    one = walk.backward(grads_exist, encoder_grad);
+                    one = walk.backward(grads_exist, encoder_grad, reduction(r, st));
                 }
                 bwd.repeat(one, run.repeat / walks);
             }
@@ -392,6 +441,7 @@ constexpr memory_estimate estimate(const model_spec& model, const recipe& r, con
     memory_estimate e{};
     const state_count st = detail::count_model_state(graph, r, e);
     e.model_state = st.logical;
+    e.host = st.host;
     // Gradients of earlier micro-steps, or DDP's buckets viewed as gradients,
     // stay alive through the forward.
     const bool accumulating = detail::gradients_preallocated(r);

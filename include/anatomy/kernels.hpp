@@ -149,8 +149,10 @@ private:
         return partials < cap ? partials : cap;
     }
     constexpr dtype param_type() const { return r_.weights; }
+    // A master copy takes fp32 gradients, except under ZeRO, which keeps them
+    // in the parameters' dtype and converts only its partition at the step.
     constexpr dtype grad_type() const {
-        return r_.master == master_weights::fp32 ? dtype::fp32 : r_.weights;
+        return r_.master == master_weights::fp32 && !is_zero(r_.parallel) ? dtype::fp32 : r_.weights;
     }
     constexpr bytes param_grad_bytes(const op& o) const {
         if (!trainable(o)) return bytes{};

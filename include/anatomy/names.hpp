@@ -82,8 +82,20 @@ struct enum_names<attention_kernel> {
 template <>
 struct enum_names<parallelism> {
     static constexpr std::string_view what = "parallelism";
-    static constexpr std::array<std::pair<parallelism, std::string_view>, 3> table{
-        {{parallelism::none, "none"}, {parallelism::ddp, "ddp"}, {parallelism::fsdp, "fsdp"}}};
+    static constexpr std::array<std::pair<parallelism, std::string_view>, 6> table{
+        {{parallelism::none, "none"},
+         {parallelism::ddp, "ddp"},
+         {parallelism::fsdp, "fsdp"},
+         {parallelism::zero1, "zero1"},
+         {parallelism::zero2, "zero2"},
+         {parallelism::zero3, "zero3"}}};
+};
+
+template <>
+struct enum_names<offload_target> {
+    static constexpr std::string_view what = "offload";
+    static constexpr std::array<std::pair<offload_target, std::string_view>, 3> table{
+        {{offload_target::none, "none"}, {offload_target::optimizer, "optimizer"}, {offload_target::params, "params"}}};
 };
 
 template <NamedEnum Enum>

@@ -36,7 +36,16 @@ enum class attention_kernel { sdpa, eager };
 // `fsdp`: FSDP2, one fully_shard per transformer block plus the root; every
 // parameter, gradient and optimizer state is sharded along dim 0, and blocks
 // are all-gathered for their forward and backward.
-enum class parallelism { none, ddp, fsdp };
+// `zero1`..`zero3`: DeepSpeed ZeRO. Stage 1 partitions the optimizer state
+// (with the fp32 master copy), stage 2 the gradients too, stage 3 the
+// parameters too, gathered block by block as FSDP does. Gradients stay in the
+// parameters' dtype; the optimizer step converts its partition to fp32.
+enum class parallelism { none, ddp, fsdp, zero1, zero2, zero3 };
+
+// DeepSpeed's offload_optimizer / offload_param to CPU memory: the optimizer
+// state and master copy (and with `params`, the partitioned parameters too)
+// live in host memory, and the optimizer step runs on the CPU.
+enum class offload_target { none, optimizer, params };
 
 // peft creates LoRA adapters in fp32 and keeps them there over half base
 // weights (get_peft_model's autocast_adapter_dtype=True).
@@ -86,7 +95,12 @@ struct recipe {
     // gathered parameters, and so the compute, in this dtype; fp32 (the
     // default) leaves them in the weights' dtype.
     dtype fsdp_param_dtype = dtype::fp32;
+    offload_target offload = offload_target::none;
 };
+
+constexpr bool is_zero(parallelism p) {
+    return p == parallelism::zero1 || p == parallelism::zero2 || p == parallelism::zero3;
+}
 
 // The dtype a step computes in: FSDP2's param_dtype when it casts.
 constexpr dtype compute_dtype(const recipe& r) {
@@ -125,6 +139,13 @@ constexpr void validate(const recipe& r) {
                                                         r.autocast == autocast_mode::off),
                     "anatomy::validate(recipe): fsdp is modelled without LoRA, master weights or autocast; use "
                     "fsdp_param_dtype for mixed precision");
+    detail::require(!is_zero(r.parallel) || (!r.lora.enabled() && r.autocast == autocast_mode::off),
+                    "anatomy::validate(recipe): ZeRO is modelled without LoRA or autocast; use half weights with "
+                    "master fp32, as DeepSpeed's fp16 and bf16 modes run");
+    detail::require(r.offload == offload_target::none || is_zero(r.parallel),
+                    "anatomy::validate(recipe): offload needs a ZeRO stage (zero1, zero2 or zero3)");
+    detail::require(r.offload != offload_target::params || r.parallel == parallelism::zero3,
+                    "anatomy::validate(recipe): offloading parameters needs zero3");
 }
 
 }  // namespace anatomy

@@ -21,9 +21,10 @@ constexpr void build_model(const op_graph& graph, const recipe& r, caching_alloc
     for (const stage& st : graph.stages)
         for (std::uint64_t layer = 0; layer < st.repeat; ++layer)
             for (const op& o : st.ops) {
+                if (r.offload == offload_target::params) continue;  // kept in CPU memory
                 if (!o.tied && !o.weight.empty())
-                    a.allocate(local_shard(o.weight, r).numel() * size_of(r.weights), tensor_owner::model);
-                if (!o.bias.empty()) a.allocate(local_shard(o.bias, r).numel() * size_of(r.weights), tensor_owner::model);
+                    a.allocate(weight_shard(o.weight, r).numel() * size_of(r.weights), tensor_owner::model);
+                if (!o.bias.empty()) a.allocate(weight_shard(o.bias, r).numel() * size_of(r.weights), tensor_owner::model);
                 if (o.kind == op_kind::linear && r.lora.enabled() && r.lora.targets_module(o.module)) {
                     a.allocate(r.lora.rank * o.in_width * size_of(lora_adapter_dtype), tensor_owner::model);
                     a.allocate(o.out_width * r.lora.rank * size_of(lora_adapter_dtype), tensor_owner::model);
@@ -34,13 +35,14 @@ constexpr void build_model(const op_graph& graph, const recipe& r, caching_alloc
 // optimizer.step(): the first one creates the state, parameter by parameter;
 // every one allocates the implementation's scratch, then frees it.
 constexpr void optimizer_step(const op_graph& graph, const recipe& r, bool first, caching_allocator& a) {
+    if (r.offload != offload_target::none) return;  // the CPU steps
     const step_scratch scratch = scratch_of(r.optimizer);
     param_tensor largest{};
     bytes largest_scratch{};
     for_each_parameter(graph, r, [&](const parameter_tensor_group& group) {
         if (!group.trainable) return;
         parameter_tensor_group p = group;
-        p.tensor = local_shard(group.tensor, r);
+        p.tensor = state_shard(group.tensor, r);
         const bool master = r.master == master_weights::fp32 && is_half(p.type);
         const dtype state_type = master ? dtype::fp32 : p.type;
         const bytes tensor = p.tensor.numel() * size_of(scratch_type(r.optimizer, state_type));
@@ -51,6 +53,7 @@ constexpr void optimizer_step(const op_graph& graph, const recipe& r, bool first
                     a.allocate(state, tensor_owner::model);
             }
             if (scratch == step_scratch::one_per_tensor) a.allocate(tensor, tensor_owner::step);
+            if (is_zero(r.parallel) && master) a.allocate(p.tensor.numel() * size_of(dtype::fp32), tensor_owner::step);
         }
         if (p.tensor.numel() > largest.numel()) {
             largest = p.tensor;

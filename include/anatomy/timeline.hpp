@@ -59,6 +59,15 @@ struct live_bytes {
     }
 };
 
+// Sharded data parallelism (FSDP2, ZeRO 2 and 3) reduce-scatters a block's
+// parameter gradients when its backward ends: each rank keeps 1/world of
+// them, in the dtype of its shards (`keep_size / grad_size` of their bytes).
+struct gradient_reduction {
+    std::uint64_t world = 1;  // 1: gradients stay whole
+    std::uint64_t keep_size = 1;
+    std::uint64_t grad_size = 1;
+};
+
 inline constexpr std::size_t slot_count = max_kernels_per_stage + 2;
 
 constexpr std::size_t index_of(tensor_slot s) {
@@ -133,8 +142,10 @@ public:
     // stage output is alive on entry (the caller counted it); the gradient of
     // the stage input is alive on exit. `grads_exist`: parameter gradients
     // from an earlier micro-step absorb the new ones, which are then transient.
-    constexpr live_bytes backward(bool grads_exist, bool encoder_grad_alive) {
+    constexpr live_bytes backward(bool grads_exist, bool encoder_grad_alive, gradient_reduction reduce = {}) {
         live_bytes live{};
+        std::array<bytes, max_kernels_per_stage> param_grads{};
+        std::size_t param_grad_count = 0;
         live.allocator = allocator_;
         grad_[index_of(root_of(output_))] = true;
         if (encoder_grad_alive) grad_[index_of(encoder_slot)] = true;
@@ -170,8 +181,12 @@ public:
                 }
                 continue;
             }
-            if (grads_exist) transients[transient_count++] = k.param_grads;
-            else live.add_grad(k.param_grads);
+            if (grads_exist) {
+                transients[transient_count++] = k.param_grads;
+            } else {
+                live.add_grad(k.param_grads);
+                if (k.param_grads.count > 0) param_grads[param_grad_count++] = k.param_grads;
+            }
             for (std::size_t t = 0; t < transient_count; ++t) live.add(transients[t]);
             for (std::size_t t = transient_count; t-- > 0;) live.sub(transients[t]);
             // The gradient of this kernel's output has been consumed.
@@ -180,6 +195,15 @@ public:
                 live.sub(k.out);
             }
             release_saved(k, self, live);
+        }
+        if (reduce.world > 1) {
+            for (std::size_t g = 0; g < param_grad_count; ++g) {
+                live.sub(param_grads[g]);
+                live.grads -= live_bytes::signed_size(param_grads[g]);
+                const std::uint64_t kept = ceil_div(checked_mul(param_grads[g].count, reduce.keep_size),
+                                                    checked_mul(reduce.grad_size, reduce.world));
+                live.add_grad(bytes{kept});
+            }
         }
         return live;
     }

@@ -80,6 +80,27 @@ static_assert(sharded.model_state.weights == ((124439808 - 50257 * 768) / 4 + 12
 static_assert(sharded.model_state.optimizer_state == 2 * sharded.model_state.weights);
 static_assert(sharded.ledger.gathered_weights > 0 * B);
 
+// ZeRO over 2 ranks, bf16 with an fp32 master copy and Adam: the paper's
+// 2 + 2 + 12 B/param, each stage partitioning one more part (every GPT-2
+// tensor has an even element count, so the halves are exact).
+constexpr std::uint64_t psi = 124439808;
+constexpr recipe bf16_master{.weights = dtype::bf16, .master = master_weights::fp32};
+constexpr bytes state_per_rank(parallelism stage, offload_target offload = offload_target::none) {
+    recipe r = bf16_master;
+    r.parallel = stage;
+    r.world_size = 2;
+    r.offload = offload;
+    return total(estimate(presets::gpt2, r, {.batch = 1, .seq = 64}).model_state);
+}
+static_assert(state_per_rank(parallelism::zero1) == psi * (2 + 2 + 12 / 2) * B);
+static_assert(state_per_rank(parallelism::zero2) == psi * (2 + (2 + 12) / 2) * B);
+static_assert(state_per_rank(parallelism::zero3) == psi * (16 / 2) * B);
+static_assert(state_per_rank(parallelism::zero3, offload_target::params) == psi * (2 / 2) * B);  // gradients only
+static_assert(estimate(presets::gpt2, {.weights = dtype::bf16, .master = master_weights::fp32,
+                                       .parallel = parallelism::zero2, .world_size = 2,
+                                       .offload = offload_target::optimizer},
+                       {.batch = 1, .seq = 64}).host == psi * (12 / 2) * B);
+
 static_assert(name_of(optimizer_kind::adamw_fused) == "adamw-fused");
 static_assert(parse_name<attention_kernel>("eager") == attention_kernel::eager);
 
