@@ -57,9 +57,10 @@ template <class... Args>
 struct raw_options {
     std::string config, model, task, batch, seq, target_seq, weights, autocast, master, optimizer, attention,
         grad_accum, lora_rank, lora_targets, lora_dropout, num_labels, budget, gpu, framework, recompute, parallel,
-        world_size, fsdp_param_dtype, offload;
+        world_size, fsdp_param_dtype, offload, tp, pp, micro_batches;
     bool grad_checkpointing = false, inference = false, kv_cache = false, json = false, explain = false,
-         cudnn = false, no_master_weights = false, ddp_bucket_view = false, fsdp_no_reshard = false;
+         cudnn = false, no_master_weights = false, ddp_bucket_view = false, fsdp_no_reshard = false, sp = false,
+         selective_recompute = false, distributed_optimizer = false;
 };
 
 // What one estimate or max-batch command asks for.
@@ -179,6 +180,13 @@ inline void add_model_flags(CLI::App& app, raw_options& o, bool with_batch) {
     app.add_flag("--fsdp-no-reshard", o.fsdp_no_reshard, "FSDP2 fully_shard(reshard_after_forward=False)");
     add_enum<offload_target>(app, "--offload", o.offload,
                              "DeepSpeed's CPU offload with a ZeRO stage (params needs zero3)", "none");
+    app.add_option("--tp", o.tp, "Megatron tensor parallel size (Korthikanti et al. 2022 formulas)")->type_name("N");
+    app.add_option("--pp", o.pp, "Megatron pipeline stages, 1F1B schedule")->type_name("N");
+    app.add_flag("--sp", o.sp, "Megatron sequence parallelism");
+    app.add_flag("--selective-recompute", o.selective_recompute, "Megatron selective activation recompute");
+    app.add_option("--micro-batches", o.micro_batches, "Megatron micro-batches per step (default: at least --pp)")
+        ->type_name("N");
+    app.add_flag("--distributed-optimizer", o.distributed_optimizer, "Megatron's optimizer state sharded over DP");
     app.add_option("--fsdp-param-dtype", o.fsdp_param_dtype,
                    "FSDP2 MixedPrecisionPolicy(param_dtype=..., reduce_dtype=fp32): bf16 or fp16")
         ->type_name("NAME");

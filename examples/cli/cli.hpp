@@ -5,6 +5,7 @@
 
 #include "app.hpp"
 #include "llmc_commands.hpp"
+#include "megatron_commands.hpp"
 
 #include <array>
 #include <ostream>
@@ -67,9 +68,12 @@ inline int run(const std::vector<std::string>& args, std::ostream& out, std::ost
         if (mb->parsed() && max_batch_opts.budget.empty() && max_batch_opts.gpu.empty())
             usage("max-batch: pass --budget SIZE (e.g. 15GiB) or --gpu NAME");
         if (est->parsed()) {
-            if (wants_llmc(estimate_opts)) cmd_estimate_llmc(estimate_opts, out);
+            if (wants_megatron(estimate_opts)) cmd_estimate_megatron(estimate_opts, out);
+            else if (wants_llmc(estimate_opts)) cmd_estimate_llmc(estimate_opts, out);
             else cmd_estimate(estimate_opts, out);
         } else if (mb->parsed()) {
+            if (wants_megatron(max_batch_opts))
+                usage("max-batch: --tp/--pp/--sp are estimate-only for now; run estimate with a batch");
             if (wants_llmc(max_batch_opts)) cmd_max_batch_llmc(max_batch_opts, out);
             else cmd_max_batch(max_batch_opts, out);
         }
