@@ -57,7 +57,7 @@ template <class... Args>
 struct raw_options {
     std::string config, model, task, batch, seq, target_seq, weights, autocast, master, optimizer, attention,
         grad_accum, lora_rank, lora_targets, lora_dropout, num_labels, budget, gpu, framework, recompute, parallel,
-        world_size, fsdp_param_dtype, offload, tp, pp, micro_batches;
+        world_size, fsdp_param_dtype, offload, offload_device, tp, pp, micro_batches;
     bool grad_checkpointing = false, inference = false, kv_cache = false, json = false, explain = false,
          cudnn = false, no_master_weights = false, ddp_bucket_view = false, fsdp_no_reshard = false, sp = false,
          selective_recompute = false, distributed_optimizer = false;
@@ -179,7 +179,8 @@ inline void add_model_flags(CLI::App& app, raw_options& o, bool with_batch) {
     app.add_flag("--ddp-bucket-view", o.ddp_bucket_view, "DDP(gradient_as_bucket_view=True)");
     app.add_flag("--fsdp-no-reshard", o.fsdp_no_reshard, "FSDP2 fully_shard(reshard_after_forward=False)");
     add_enum<offload_target>(app, "--offload", o.offload,
-                             "DeepSpeed's CPU offload with a ZeRO stage (params needs zero3)", "none");
+                             "DeepSpeed's offload with a ZeRO stage (params needs zero3)", "none");
+    add_enum<offload_device>(app, "--offload-device", o.offload_device, "where --offload puts it", "cpu");
     app.add_option("--tp", o.tp, "Megatron tensor parallel size (Korthikanti et al. 2022 formulas)")->type_name("N");
     app.add_option("--pp", o.pp, "Megatron pipeline stages, 1F1B schedule")->type_name("N");
     app.add_flag("--sp", o.sp, "Megatron sequence parallelism");
@@ -285,6 +286,10 @@ inline recipe build_recipe(const raw_options& o, std::vector<std::string>& lora_
         usage("--offload {}: needs --parallel zero1, zero2 or zero3", name_of(r.offload));
     if (r.offload == offload_target::params && r.parallel != parallelism::zero3)
         usage("--offload params: needs --parallel zero3 (only stage 3 partitions parameters)");
+    if (!o.offload_device.empty()) {
+        if (r.offload == offload_target::none) usage("--offload-device: needs --offload optimizer or params");
+        r.offload_to = parse_enum<offload_device>("--offload-device", o.offload_device);
+    }
     if (is_zero(r.parallel) && (!o.lora_rank.empty() || r.autocast != autocast_mode::off))
         usage("--parallel {}: modelled without LoRA or --autocast; pass --weights bf16 --master-weights fp32, as "
               "DeepSpeed's bf16 mode runs",
@@ -490,8 +495,9 @@ inline std::string recipe_text(const request& q) {
                            r.fsdp_reshard_after_forward ? "resharded after forward" : "not resharded after forward",
                            name_of(compute_dtype(r)));
     if (is_zero(r.parallel))
-        out += fmt::format("\n{:<10}DeepSpeed ZeRO stage {} over {} ranks, offload {}; per rank", "",
-                           name_of(r.parallel).substr(4), r.world_size, name_of(r.offload));
+        out += fmt::format("\n{:<10}DeepSpeed ZeRO stage {} over {} ranks, offload {}{}; per rank", "",
+                           name_of(r.parallel).substr(4), r.world_size, name_of(r.offload),
+                           r.offload == offload_target::none ? "" : fmt::format(" to {}", name_of(r.offload_to)));
     return out;
 }
 
@@ -539,6 +545,8 @@ inline void print_estimate(std::ostream& out, const estimate_result& x) {
     out << fmt::format(fmt::runtime(phase_row), "reserved", grouped(reserved.count), reserved, in_mib(reserved));
     if (e.host.count > 0)
         out << fmt::format(fmt::runtime(phase_row), "host (offloaded)", grouped(e.host.count), e.host, in_mib(e.host));
+    if (e.nvme.count > 0)
+        out << fmt::format(fmt::runtime(phase_row), "NVMe (offloaded)", grouped(e.nvme.count), e.nvme, in_mib(e.nvme));
     const bytes replayed = x.replay.peak_allocated;
     out << fmt::format("{:<18}{:>24}{:>13}{:>12.2f}  (allocator replay, whole-block slack included)\n",
                        "replayed peak", grouped(replayed.count), replayed, in_mib(replayed));
@@ -636,6 +644,7 @@ inline ojson inputs_json(std::string_view command, const request& q, bool with_b
     rj["fsdp_reshard_after_forward"] = r.fsdp_reshard_after_forward;
     rj["fsdp_param_dtype"] = name_of(compute_dtype(r));
     rj["offload"] = name_of(r.offload);
+    rj["offload_device"] = name_of(r.offload_to);
     j["recipe"] = std::move(rj);
     j["spec"] = spec_json(q.model);
     return j;
@@ -652,6 +661,7 @@ inline void add_estimate_json(ojson& j, const estimate_result& x) {
     j["model_state"] = std::move(state);
     j["peak_bytes"] = e.peak.count;
     j["host_bytes"] = e.host.count;
+    j["nvme_bytes"] = e.nvme.count;
     j["reserved_bytes"] = x.replay.peak_reserved.count;
     j["replayed_peak_bytes"] = x.replay.peak_allocated.count;
     ojson phases = ojson::object();

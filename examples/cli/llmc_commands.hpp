@@ -46,7 +46,7 @@ inline llmc_request build_llmc_request(const raw_options& o, bool with_batch) {
         {o.kv_cache, "--kv-cache"},
         {!o.target_seq.empty(), "--target-seq"},
         {!o.parallel.empty() || !o.world_size.empty() || o.ddp_bucket_view || o.fsdp_no_reshard ||
-             !o.fsdp_param_dtype.empty() || !o.offload.empty(),
+             !o.fsdp_param_dtype.empty() || !o.offload.empty() || !o.offload_device.empty(),
          "--parallel, --world-size and the DDP and FSDP flags (one GPU here)"}};
     for (const auto& [given, flag] : pytorch_only)
         if (given) usage("--framework llm.c: {} does not apply to llm.c's train_gpt2.cu; drop it", flag);

@@ -28,7 +28,7 @@ inline void cmd_estimate_megatron(const raw_options& o, std::ostream& out) {
          "--weights, --autocast and --master-weights (Megatron's formulas assume bf16 with fp32 master weights)"},
         {!o.optimizer.empty(), "--optimizer (the formulas assume Adam)"},
         {!o.parallel.empty() || o.ddp_bucket_view || o.fsdp_no_reshard || !o.fsdp_param_dtype.empty() ||
-             !o.offload.empty(),
+             !o.offload.empty() || !o.offload_device.empty(),
          "--parallel and its flags"},
         {!o.lora_rank.empty() || !o.lora_targets.empty() || o.inference || o.kv_cache || !o.grad_accum.empty() ||
              !o.attention.empty(),

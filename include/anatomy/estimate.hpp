@@ -33,6 +33,7 @@ struct memory_estimate {
     phase_peaks phases{};
     bytes peak{};  // the largest phase peak: what max_memory_allocated shows
     bytes host{};  // what offloading keeps in CPU memory, per rank
+    bytes nvme{};  // or on an NVMe drive
     // What the caching allocator reserves depends on the order of every
     // allocation: replay_allocator (reserved.hpp) replays it.
 };
@@ -92,7 +93,7 @@ struct state_count {
     bytes gathered_root{};
     bytes gathered_block{};
     bytes gathered_blocks{};
-    bytes host{};  // offloaded to CPU memory
+    bytes host{};  // offloaded off the GPU (to CPU memory or NVMe)
     bytes zero_grad_partition{};  // ZeRO's fp32 copy of a rank's gradient partition, at the step
 };
 
@@ -441,7 +442,7 @@ constexpr memory_estimate estimate(const model_spec& model, const recipe& r, con
     memory_estimate e{};
     const state_count st = detail::count_model_state(graph, r, e);
     e.model_state = st.logical;
-    e.host = st.host;
+    (r.offload_to == offload_device::nvme ? e.nvme : e.host) = st.host;
     // Gradients of earlier micro-steps, or DDP's buckets viewed as gradients,
     // stay alive through the forward.
     const bool accumulating = detail::gradients_preallocated(r);

@@ -98,6 +98,13 @@ struct enum_names<offload_target> {
         {{offload_target::none, "none"}, {offload_target::optimizer, "optimizer"}, {offload_target::params, "params"}}};
 };
 
+template <>
+struct enum_names<offload_device> {
+    static constexpr std::string_view what = "offload device";
+    static constexpr std::array<std::pair<offload_device, std::string_view>, 2> table{
+        {{offload_device::cpu, "cpu"}, {offload_device::nvme, "nvme"}}};
+};
+
 template <NamedEnum Enum>
 constexpr std::string_view name_of(Enum value) {
     for (const auto& [v, name] : enum_names<Enum>::table)

@@ -42,10 +42,11 @@ enum class attention_kernel { sdpa, eager };
 // parameters' dtype; the optimizer step converts its partition to fp32.
 enum class parallelism { none, ddp, fsdp, zero1, zero2, zero3 };
 
-// DeepSpeed's offload_optimizer / offload_param to CPU memory: the optimizer
-// state and master copy (and with `params`, the partitioned parameters too)
-// live in host memory, and the optimizer step runs on the CPU.
+// DeepSpeed's offload_optimizer / offload_param: the optimizer state and
+// master copy (and with `params`, the partitioned parameters too) leave the
+// GPU for host memory or an NVMe drive, and the optimizer step runs on the CPU.
 enum class offload_target { none, optimizer, params };
+enum class offload_device { cpu, nvme };
 
 // peft creates LoRA adapters in fp32 and keeps them there over half base
 // weights (get_peft_model's autocast_adapter_dtype=True).
@@ -96,6 +97,7 @@ struct recipe {
     // default) leaves them in the weights' dtype.
     dtype fsdp_param_dtype = dtype::fp32;
     offload_target offload = offload_target::none;
+    offload_device offload_to = offload_device::cpu;
 };
 
 constexpr bool is_zero(parallelism p) {
@@ -146,6 +148,8 @@ constexpr void validate(const recipe& r) {
                     "anatomy::validate(recipe): offload needs a ZeRO stage (zero1, zero2 or zero3)");
     detail::require(r.offload != offload_target::params || r.parallel == parallelism::zero3,
                     "anatomy::validate(recipe): offloading parameters needs zero3");
+    detail::require(r.offload_to == offload_device::cpu || r.offload != offload_target::none,
+                    "anatomy::validate(recipe): an NVMe offload device needs offload optimizer or params");
 }
 
 }  // namespace anatomy
