@@ -34,11 +34,29 @@ def blocks_of(model):
     raise RuntimeError("no transformer blocks found")
 
 
+def write_live_blocks(path):
+    """The allocated blocks now, each with its size and the Python frames that allocated it."""
+    snap = torch.cuda.memory._snapshot()
+    blocks = []
+    for seg in snap["segments"]:
+        for blk in seg["blocks"]:
+            if blk["state"] != "active_allocated":
+                continue
+            frames = [f"{f['filename'].split('site-packages/')[-1]}:{f['line']}:{f['name']}"
+                      for f in blk.get("frames", []) if f["filename"].endswith(".py")][:6]
+            blocks.append({"size": blk["size"], "requested": blk.get("requested_size"), "frames": frames})
+    blocks.sort(key=lambda b: -b["size"])
+    with open(path, "w") as f:
+        json.dump({"total": sum(b["size"] for b in blocks), "blocks": blocks}, f)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--configs", required=True)
     ap.add_argument("--case", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--snapshot", default=None,
+                    help="write the live blocks at the last step's start, with their allocating frames, as JSON")
     args = ap.parse_args()
     spec = json.loads(args.case)
 
@@ -49,6 +67,8 @@ def main():
     dist.init_process_group("nccl", device_id=torch.device("cuda", local))
     torch.ones(1, device="cuda")
     torch.cuda.synchronize()
+    if args.snapshot:
+        torch.cuda.memory._record_memory_history(max_entries=200000)
     base_alloc = torch.cuda.memory_allocated()
     base_res = torch.cuda.memory_reserved()
     torch.cuda.reset_peak_memory_stats()
@@ -98,7 +118,10 @@ def main():
     batch = {"input_ids": input_ids, "labels": input_ids}
 
     steps = []
-    for _ in range(int(spec.get("steps", 3))):
+    nsteps = int(spec.get("steps", 3))
+    for step in range(nsteps):
+        if args.snapshot and step == nsteps - 1 and rank == 0:
+            write_live_blocks(args.snapshot)
         rec = {}
         torch.cuda.synchronize()
         t0 = time.perf_counter()

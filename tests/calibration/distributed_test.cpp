@@ -1,7 +1,10 @@
 // Per-rank memory under data parallelism, against two H200s: the DDP and
 // FSDP2 cases of bench/torch_reference/distributed.py, launched with torchrun.
 // The most loaded rank's peak allocated bytes, same bar as one GPU:
-// median <= 2 %, max <= 5 %.
+// median <= 2 %, max <= 5 %. distributed.py takes its baseline before the
+// first matmul, so its peaks hold the two cuBLAS workspaces (forward and
+// backward threads) that the library adds to fit checks, not to `peak`:
+// the comparison adds them here.
 #include <anatomy/anatomy.hpp>
 
 #include <catch2/catch.hpp>
@@ -40,9 +43,10 @@ TEST_CASE("DDP and FSDP2 on two H200s: per-rank peak within 2 % (median) and 5 %
                        .fsdp_param_dtype = spec.contains("param_dtype") ? dtype::bf16 : dtype::fp32};
         const shape s{.batch = spec["batch"].get<std::uint64_t>(), .seq = spec["seq"].get<std::uint64_t>()};
         const memory_estimate e = estimate(models.at(spec["model"].get<std::string>()), r, s);
-        const double error = std::abs(static_cast<double>(e.peak.count) - static_cast<double>(entry.second)) /
+        const bytes predicted = e.peak + cublas_workspace(r);
+        const double error = std::abs(static_cast<double>(predicted.count) - static_cast<double>(entry.second)) /
                              static_cast<double>(entry.second);
-        INFO(name << ": predicted " << e.peak.count << ", measured " << entry.second << ", error " << 100 * error
+        INFO(name << ": predicted " << predicted.count << ", measured " << entry.second << ", error " << 100 * error
                   << " %");
         CHECK(error <= 0.05);
         errors.push_back(error);
@@ -50,4 +54,5 @@ TEST_CASE("DDP and FSDP2 on two H200s: per-rank peak within 2 % (median) and 5 %
     std::sort(errors.begin(), errors.end());
     const double median = (errors[4] + errors[5]) / 2;
     CHECK(median <= 0.02);
+    CHECK(median <= 0.002);  // what the mechanism gives today: 0.05 % (the residual is allocator block rounding)
 }
