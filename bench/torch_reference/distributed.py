@@ -22,7 +22,7 @@ import time
 import torch
 import torch.distributed as dist
 
-from measure import load_config, task_of, auto_class, make_optimizer
+from measure import MemoryMeter, auto_class, load_config, make_optimizer, task_of
 
 
 def blocks_of(model):
@@ -69,15 +69,8 @@ def main():
     torch.cuda.synchronize()
     if args.snapshot:
         torch.cuda.memory._record_memory_history(max_entries=200000)
-    base_alloc = torch.cuda.memory_allocated()
-    base_res = torch.cuda.memory_reserved()
-    torch.cuda.reset_peak_memory_stats()
-
-    def alloc():
-        return torch.cuda.memory_allocated() - base_alloc
-
-    def peak():
-        return torch.cuda.max_memory_allocated() - base_alloc
+    meter = MemoryMeter(torch)
+    base_res, alloc, peak = meter.base_res, meter.alloc, meter.peak
 
     cfg = load_config(args.configs, spec["model"])
     task = task_of(cfg)

@@ -750,6 +750,23 @@ def summarize_ops(ops, phase, top=25):
 # one case (runs in the child)
 # ----------------------------------------------------------------------------------------------
 
+class MemoryMeter:
+    """Allocated and peak-allocated bytes above a baseline taken when it is made."""
+
+    def __init__(self, torch):
+        self.torch = torch
+        torch.cuda.synchronize()
+        self.base_alloc = torch.cuda.memory_allocated()
+        self.base_res = torch.cuda.memory_reserved()
+        torch.cuda.reset_peak_memory_stats()
+
+    def alloc(self):
+        return self.torch.cuda.memory_allocated() - self.base_alloc
+
+    def peak(self):
+        return self.torch.cuda.max_memory_allocated() - self.base_alloc
+
+
 def make_optimizer(torch, spec, trainable):
     """The optimizer a spec names, as the calibration cases were run (lr 1e-5)."""
     optname = spec.get("opt", "adamw")
@@ -786,16 +803,8 @@ def run_case(spec, args):
            "total_mem": torch.cuda.get_device_properties(0).total_memory,
            "ctx_used": nv1 - nv0, "nvml_used_before": nv0, "cuda": torch.version.cuda}
     torch.manual_seed(0)
-    torch.cuda.synchronize()
-    base_alloc = torch.cuda.memory_allocated()
-    base_res = torch.cuda.memory_reserved()
-    torch.cuda.reset_peak_memory_stats()
-
-    def alloc():
-        return torch.cuda.memory_allocated() - base_alloc
-
-    def peak():
-        return torch.cuda.max_memory_allocated() - base_alloc
+    meter = MemoryMeter(torch)
+    base_alloc, base_res, alloc, peak = meter.base_alloc, meter.base_res, meter.alloc, meter.peak
 
     cfg = load_config(args.configs, spec["model"])
     task = task_of(cfg)

@@ -24,6 +24,7 @@
 #include <charconv>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <new>
 #include <optional>
 #include <ostream>
@@ -220,7 +221,7 @@ inline bool wants_llmc(const raw_options& o) {
 // --budget SIZE or --gpu NAME. A card's budget is its total minus `overhead`:
 // what the process holds before its first buffer.
 inline void read_budget(const raw_options& o, bytes& budget, std::optional<gpu_spec>& gpu,
-                        bytes (*overhead)(const gpu_spec&)) {
+                        const std::function<bytes(const gpu_spec&)>& overhead) {
     if (!o.budget.empty()) {
         try {
             budget = parse_bytes(o.budget);

@@ -106,8 +106,7 @@ inline llmc_request build_llmc_request(const raw_options& o, bool with_batch) {
     if (q.seq > q.config.max_seq_len)
         input("--seq {}: llm.c asserts T <= max_seq_len, {} for {}; use --seq {} or less", q.seq,
               q.config.max_seq_len, q.model_name, q.config.max_seq_len);
-    read_budget(o, q.budget, q.gpu, [](const gpu_spec&) { return bytes{}; });
-    if (q.gpu) q.budget = q.gpu->total - llmc_overhead(*q.gpu, q.run);
+    read_budget(o, q.budget, q.gpu, [&](const gpu_spec& g) { return llmc_overhead(g, q.run); });
     return q;
 }
 

@@ -126,6 +126,13 @@ constexpr bool fsdp(const recipe& r) { return r.parallel == parallelism::fsdp; }
 constexpr bool gathers(const recipe& r) { return fsdp(r) || r.parallel == parallelism::zero3; }
 constexpr bool gradients_preallocated(const recipe& r) { return r.grad_accum > 1 || (ddp(r) && r.ddp_bucket_view); }
 
+// FSDP2 and ZeRO-3 keep the root group gathered from the first forward to the
+// end of backward, and one block at a time besides (every block without
+// resharding after forward).
+constexpr bytes gathered_during_step(const state_count& st, const recipe& r) {
+    return st.gathered_root + (r.fsdp_reshard_after_forward ? st.gathered_block : st.gathered_blocks);
+}
+
 constexpr state_count count_model_state(const op_graph& graph, const recipe& r, memory_estimate& e) {
     state_count st{};
     memory_ledger& l = st.logical;
@@ -447,15 +454,10 @@ constexpr memory_estimate estimate(const model_spec& model, const recipe& r, con
     // stay alive through the forward.
     const bool accumulating = detail::gradients_preallocated(r);
     const bytes resident = st.resident_blocks + st.bucket_blocks;
-    // FSDP: the root group is gathered from the first forward to the end of
-    // backward; one block at a time besides (all of them without resharding).
-    const bytes gathered =
-        st.gathered_root + (r.fsdp_reshard_after_forward ? st.gathered_block : st.gathered_blocks);
+    const bytes gathered = detail::gathered_during_step(st, r);
     const bytes forward_base = (accumulating ? resident + st.gradient_blocks : resident) + gathered;
-    recipe compute = r;
-    compute.weights = compute_dtype(r);
-    const detail::step_peaks walk =
-        detail::walk_step(graph, model, compute, s, detail::live_bytes::signed_size(forward_base), accumulating);
+    const detail::step_peaks walk = detail::walk_step(graph, model, compute_recipe(r), s,
+                                                      detail::live_bytes::signed_size(forward_base), accumulating);
 
     e.phases.forward = bytes{static_cast<std::uint64_t>(walk.forward)};
     if (!r.inference) {

@@ -109,6 +109,13 @@ constexpr dtype compute_dtype(const recipe& r) {
     return r.parallel == parallelism::fsdp && r.fsdp_param_dtype != dtype::fp32 ? r.fsdp_param_dtype : r.weights;
 }
 
+// The recipe a step's kernels run with: its weights in the compute dtype.
+constexpr recipe compute_recipe(const recipe& r) {
+    recipe compute = r;
+    compute.weights = compute_dtype(r);
+    return compute;
+}
+
 constexpr void validate(const recipe& r) {
     detail::require(r.weights == dtype::fp32 || r.weights == dtype::bf16 || r.weights == dtype::fp16,
                     "anatomy::validate(recipe): weights must be fp32, bf16 or fp16");

@@ -87,10 +87,8 @@ constexpr allocator_replay replay_allocator(const model_spec& model, const recip
     // buckets are adjacent allocations; one block stands for them).
     if (detail::ddp(r)) a.allocate(st.logical.gradients, tensor_owner::model);
     const bool view = detail::ddp(r) && r.ddp_bucket_view;
-    const bytes gathered =
-        st.gathered_root + (r.fsdp_reshard_after_forward ? st.gathered_block : st.gathered_blocks);
-    recipe compute = r;
-    compute.weights = compute_dtype(r);
+    const bytes gathered = detail::gathered_during_step(st, r);
+    const recipe compute = compute_recipe(r);
     const int steps = r.inference ? 2 : 3;
     for (int step = 0; step < steps && !a.out_of_memory(); ++step) {
         for (std::uint64_t micro = 0; micro < r.grad_accum; ++micro) {

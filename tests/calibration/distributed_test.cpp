@@ -53,6 +53,6 @@ TEST_CASE("DDP and FSDP2 on two H200s: per-rank peak within 2 % (median) and 5 %
     }
     std::sort(errors.begin(), errors.end());
     const double median = (errors[4] + errors[5]) / 2;
-    CHECK(median <= 0.02);
-    CHECK(median <= 0.002);  // what the mechanism gives today: 0.05 % (the residual is allocator block rounding)
+    // The issue's bar is 2 %; the mechanism gives 0.05 % (the rest is allocator block rounding).
+    CHECK(median <= 0.002);
 }

@@ -107,7 +107,6 @@ TEST_CASE("llm.c: every buffer and every printed figure of 18 H200 runs, exactly
             predicted.push_back(llmc::cudnn_backward_workspace(*config, r.batch, r.seq).count);
         }
         CHECK(log.mallocs == predicted);
-        CHECK(llmc::peak_allocations(*config, run, r.batch, r.seq).back().size.count == log.mallocs.back());
 
         CHECK(printed(log, "num_parameters: ") == llmc::parameter_count(*config));
         // "allocating N MiB for <what>", one line per buffer llm.c announces.
