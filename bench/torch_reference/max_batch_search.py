@@ -33,7 +33,6 @@ import gc as pygc
 import json
 import os
 import re
-import signal
 import sys
 import tempfile
 import time
@@ -403,24 +402,7 @@ def main():
             continue
         path = os.path.join(tmpdir, "case%d.json" % i)
         t0 = time.time()
-        pid = os.fork()
-        if pid == 0:
-            try:
-                child_main(spec, args, path)
-            finally:
-                os._exit(0)
-        deadline = time.time() + args.case_timeout
-        status = None
-        while True:
-            r, status = os.waitpid(pid, os.WNOHANG)
-            if r:
-                break
-            if time.time() > deadline:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-                status = "timeout"
-                break
-            time.sleep(0.05)
+        status = measure.run_forked(lambda: child_main(spec, args, path), args.case_timeout)
         try:
             res = json.load(open(path))
         except Exception:

@@ -750,6 +750,26 @@ def summarize_ops(ops, phase, top=25):
 # one case (runs in the child)
 # ----------------------------------------------------------------------------------------------
 
+def run_forked(work, timeout):
+    """Runs work() in a forked child; its wait status, or "timeout" after killing it."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            work()
+        finally:
+            os._exit(0)
+    deadline = time.time() + timeout
+    while True:
+        r, status = os.waitpid(pid, os.WNOHANG)
+        if r:
+            return status
+        if time.time() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return "timeout"
+        time.sleep(0.05)
+
+
 class MemoryMeter:
     """Allocated and peak-allocated bytes above a baseline taken when it is made."""
 
@@ -1202,24 +1222,7 @@ def main():
         t0 = time.time()
         path = os.path.join(tmpdir, "case%d.json" % i)
         if args.isolation == "fork":
-            pid = os.fork()
-            if pid == 0:
-                try:
-                    child_main(spec, args, path)
-                finally:
-                    os._exit(0)
-            deadline = time.time() + args.case_timeout
-            status = None
-            while True:
-                r, status = os.waitpid(pid, os.WNOHANG)
-                if r:
-                    break
-                if time.time() > deadline:
-                    os.kill(pid, signal.SIGKILL)
-                    os.waitpid(pid, 0)
-                    status = "timeout"
-                    break
-                time.sleep(0.05)
+            status = run_forked(lambda: child_main(spec, args, path), args.case_timeout)
         elif args.isolation == "spawn":
             import subprocess
             cmd = [sys.executable, os.path.abspath(__file__), "--cases", args.cases[0], "--configs", args.configs,
