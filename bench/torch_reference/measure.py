@@ -34,7 +34,16 @@ A cases file holds one spec per line (or calibration records: their "spec" is us
 list of specs. Spec fields: model, batch, seq, tgt, weights (bf16|fp16), amp (fp16|bf16),
 opt (adamw|sgd|sgdm|adafactor|none), fused, foreach, attn (eager|sdpa), gc, inference,
 use_cache, steps, lora_rank, lora_targets, lora_alpha, lora_dropout, grad_accum, eval
-(inference only: call model.eval(), default true), name.
+(inference only: call model.eval(), default true), name; and, as in
+shared/calibration/measure_h200.py (the families file): loop (keep|drop: `loss = model(**b).loss`,
+the outputs die before the backward), lora (rank; alpha 16, no task_type), style
+(bench|families, default --style; families = measure_h200.py's token-id range, inference left in
+train() mode with use_cache=False unless given).
+Tasks as in measure_h200.py: vit -> image classification (pixel_values of the config's image_size
+in the weight dtype, labels over num_labels); architectures naming *ForSequenceClassification ->
+seqcls; bert/roberta/... -> seqcls; t5/bart/... -> seq2seq; else causal. The asked attn
+implementation (default sdpa) falls back to eager on ValueError/ImportError; the record says
+`attn_implementation` (what transformers used) and `attn_fallback` (the error, if any).
 """
 import argparse
 import bisect
@@ -93,10 +102,18 @@ def load_config(configs_dir, model):
     d = json.load(open(os.path.join(configs_dir, model + ".json")))
     d = dict(d)
     mt = d.pop("model_type")
+    d.pop("transformers_version", None)  # as measure_h200.py
     return transformers.AutoConfig.for_model(mt, **d)
 
 
 def task_of(cfg):
+    """As shared/calibration/measure_h200.py: vit -> image classification; a config whose
+    architectures name *ForSequenceClassification (modernbert-s) -> seqcls; then by model type."""
+    if cfg.model_type == "vit":
+        return "image"
+    arch = (getattr(cfg, "architectures", None) or [""])[0] or ""
+    if "SequenceClassification" in arch:
+        return "seqcls"
     if cfg.model_type in SEQCLS:
         return "seqcls"
     if cfg.model_type in SEQ2SEQ:
@@ -108,7 +125,16 @@ def auto_class(task):
     import transformers
     return {"seqcls": transformers.AutoModelForSequenceClassification,
             "causal": transformers.AutoModelForCausalLM,
-            "seq2seq": transformers.AutoModelForSeq2SeqLM}[task]
+            "seq2seq": transformers.AutoModelForSeq2SeqLM,
+            "image": transformers.AutoModelForImageClassification}[task]
+
+
+def families_style(spec):
+    """measure_h200.py (the families file) differs from the first calibration file's bench in a
+    few conventions: token ids drawn from [100, min(V, 30000)), inference runs with the model
+    left in train() mode and use_cache=False unless given, `lora` = rank with lora_alpha 16 and
+    no task_type. Chosen per spec by `style` ("families" or "bench"), else by --style."""
+    return spec.get("style") == "families"
 
 
 def preimport(configs_dir, specs):
@@ -828,27 +854,48 @@ def run_case(spec, args):
 
     cfg = load_config(args.configs, spec["model"])
     task = task_of(cfg)
-    if task == "seqcls":
+    fam = families_style(spec)
+    if task == "seqcls" and not fam:
         cfg.num_labels = 2
     wdt = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32, None: torch.float32}[spec.get("weights")]
     attn = spec.get("attn", "sdpa")
-    with torch.device("cuda"):
-        model = auto_class(task).from_config(cfg, dtype=wdt, attn_implementation=attn)
+    attn_fallback = None
+    try:
+        with torch.device("cuda"):
+            model = auto_class(task).from_config(cfg, dtype=wdt, attn_implementation=attn)
+    except (ValueError, ImportError) as e:  # as measure_h200.py: e.g. no SDPA support -> eager
+        attn_fallback = str(e)[:200]
+        pygc.collect()
+        with torch.device("cuda"):
+            model = auto_class(task).from_config(cfg, dtype=wdt, attn_implementation="eager")
+    attn_used = getattr(getattr(model, "config", cfg), "_attn_implementation", attn)
     model_training_as_built = model.training
     inference = bool(spec.get("inference"))
     if spec.get("gc"):
-        model.gradient_checkpointing_enable()
-    if spec.get("lora_rank"):
+        if spec.get("gc") == "nonreentrant":
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        else:
+            model.gradient_checkpointing_enable()
+    lora_rank = spec.get("lora_rank") or spec.get("lora")
+    if lora_rank:
         import peft
         targets = spec.get("lora_targets", ["q_proj", "v_proj"])
         if isinstance(targets, str):
             targets = targets.split(",")
-        lcfg = peft.LoraConfig(r=int(spec["lora_rank"]), lora_alpha=int(spec.get("lora_alpha", 2 * int(spec["lora_rank"]))),
-                               target_modules=targets, lora_dropout=float(spec.get("lora_dropout", 0.0)),
-                               task_type={"causal": "CAUSAL_LM", "seqcls": "SEQ_CLS", "seq2seq": "SEQ_2_SEQ_LM"}[task])
+        if spec.get("lora") and not spec.get("lora_rank"):
+            # measure_h200.py's `lora`: alpha 16, no task_type, input grads under gc
+            if spec.get("gc"):
+                model.enable_input_require_grads()
+            lcfg = peft.LoraConfig(r=int(lora_rank), lora_alpha=int(spec.get("lora_alpha", 16)),
+                                   target_modules=targets, lora_dropout=float(spec.get("lora_dropout", 0.0)))
+        else:
+            lcfg = peft.LoraConfig(r=int(lora_rank), lora_alpha=int(spec.get("lora_alpha", 2 * int(lora_rank))),
+                                   target_modules=targets, lora_dropout=float(spec.get("lora_dropout", 0.0)),
+                                   task_type={"causal": "CAUSAL_LM", "seqcls": "SEQ_CLS", "seq2seq": "SEQ_2_SEQ_LM",
+                                              "image": None}[task])
         model = peft.get_peft_model(model, lcfg)
     if inference:
-        if spec.get("eval", True):
+        if spec.get("eval", not fam):
             model.eval()
         else:
             model.train()
@@ -864,20 +911,33 @@ def run_case(spec, args):
 
     # inputs
     b, s = int(spec["batch"]), int(spec["seq"])
-    V = cfg.vocab_size
-    input_ids = torch.randint(0, V, (b, s), device="cuda")
-    batch = {"input_ids": input_ids}
-    if not inference:
-        if task == "seqcls":
-            batch["labels"] = torch.randint(0, 2, (b,), device="cuda")
-        elif task == "causal":
-            batch["labels"] = input_ids
-        else:
-            batch["labels"] = torch.randint(0, V, (b, int(spec.get("tgt", s))), device="cuda")
+    if task == "image":
+        # as measure_h200.py: pixel_values of the config's image size, in the weight dtype
+        batch = {"pixel_values": torch.randn(b, getattr(cfg, "num_channels", 3), cfg.image_size, cfg.image_size,
+                                             device="cuda", dtype=wdt)}
+        if not inference:
+            batch["labels"] = torch.randint(0, cfg.num_labels, (b,), device="cuda")
+    else:
+        V = cfg.vocab_size
+        lo, hi = (100, min(V, 30000)) if fam else (0, V)
+        input_ids = torch.randint(lo, hi, (b, s), device="cuda")
+        batch = {"input_ids": input_ids}
+        if not inference:
+            if task == "seqcls":
+                batch["labels"] = torch.randint(0, 2, (b,), device="cuda")
+            elif task == "causal":
+                batch["labels"] = input_ids
+            else:
+                batch["labels"] = torch.randint(lo, hi, (b, int(spec.get("tgt", s))), device="cuda")
     if "use_cache" in spec:
         batch["use_cache"] = bool(spec["use_cache"])
+    elif fam and inference:
+        batch["use_cache"] = False
     if inference and task == "seq2seq":
         batch["decoder_input_ids"] = torch.randint(0, V, (b, int(spec.get("tgt", s))), device="cuda")
+    loop = spec.get("loop", "keep")
+    if loop not in ("keep", "drop"):
+        raise ValueError("loop %r is not supported here (keep|drop)" % (loop,))
 
     # optimizer
     opt = None if inference or spec.get("opt", "adamw") == "none" else make_optimizer(torch, spec, trainable)
@@ -915,6 +975,9 @@ def run_case(spec, args):
                         out = model(**batch)
                 else:
                     out = model(**batch)
+                if loop == "drop" and not inference:
+                    # measure_h200.py's loop "drop": loss = model(**b).loss; the outputs die here
+                    out = {"loss": out.loss if hasattr(out, "loss") else out["loss"]}
             torch.cuda.synchronize()
             fwd_peaks.append(peak())
             fwd_after.append(alloc())
@@ -991,10 +1054,11 @@ def run_case(spec, args):
         "peak_nvml_used": max(st["nvml_used"] for st in steps),
         "ctx_used": env["ctx_used"],
         "wall_s": time.time() - t_wall,
+        "attn_implementation": attn_used,
         "extra": {
             "task": task, "model_training_as_built": model_training_as_built,
             "model_training": model.training,
-            "attn_implementation": getattr(getattr(model, "config", cfg), "_attn_implementation", attn),
+            "attn_implementation": attn_used,
             "trainable_params": sum(p.numel() for p in trainable),
             "trainable_bytes": sum(p.numel() * p.element_size() for p in trainable),
             "param_dtypes": dict(collections.Counter(dtype_name(p.dtype) for p in params)),
@@ -1006,6 +1070,8 @@ def run_case(spec, args):
         },
     }
 
+    if attn_fallback is not None:
+        result["attn_fallback"] = attn_fallback
     if args.trace:
         raw = {}
         try:
@@ -1194,6 +1260,10 @@ def main():
                     help="fork: one forked child per case (default); spawn: a fresh interpreter per case")
     ap.add_argument("--empty-cache-between", action="store_true",
                     help="with --isolation none: torch.cuda.empty_cache() between cases")
+    ap.add_argument("--style", choices=["bench", "families"], default="bench",
+                    help="default `style` for specs without one: 'families' = the conventions of "
+                         "shared/calibration/measure_h200.py (token ids in [100, min(V,30000)), "
+                         "inference in train() mode with use_cache=False, `lora` alpha 16)")
     ap.add_argument("--_child-spec", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--_child-path", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -1202,6 +1272,9 @@ def main():
         return
 
     specs = [s for path in args.cases for s in load_specs(path)]
+    if args.style != "bench":
+        for s in specs:
+            s.setdefault("style", args.style)
     if args.only:
         specs = [s for s in specs if re.search(args.only, case_name(s))]
     import torch  # noqa: F401  (parent: no CUDA calls)

@@ -154,7 +154,7 @@ inline void add_model_flags(CLI::App& app, raw_options& o, bool with_batch) {
     add_enum<task>(app, "--task", o.task, "what the model is trained for",
                    "from the config's architectures, else the family's");
     if (with_batch) app.add_option("--batch", o.batch, "sequences per micro-batch")->type_name("B")->required();
-    app.add_option("--seq", o.seq, "tokens per sequence (the encoder's, for T5)")->type_name("S")->required();
+    app.add_option("--seq", o.seq, "tokens per sequence (the encoder's, for T5; image models derive it)")->type_name("S");
     app.add_option("--target-seq", o.target_seq, "decoder (label) tokens per sequence, T5 only (default: --seq)")
         ->type_name("T");
     add_enum<dtype>(app, "--weights", o.weights, "parameter dtype", "fp32");
@@ -344,7 +344,7 @@ inline std::string linear_modules(const op_graph& graph) {
     std::vector<std::string_view> names;
     for_each_op(graph, [&](const stage&, const op& node) {
         if (node.kind != op_kind::linear) return;
-        std::string_view name = node.module;
+        std::string_view name = node.module.name;
         if (const std::size_t dot = name.rfind('.'); dot != std::string_view::npos) name.remove_prefix(dot + 1);
         if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
     });
@@ -363,7 +363,7 @@ inline request build_request(const raw_options& o, bool with_batch) {
     const std::optional<task> task_override =
         o.task.empty() ? std::nullopt : std::optional(parse_enum<task>("--task", o.task));
     if (with_batch) q.s.batch = parse_count("--batch", o.batch);
-    q.s.seq = parse_count("--seq", o.seq);
+    if (!o.seq.empty()) q.s.seq = parse_count("--seq", o.seq);
     if (!o.target_seq.empty()) q.s.target_seq = parse_count("--target-seq", o.target_seq);
     const bool has_num_labels = !o.num_labels.empty();
     const std::uint64_t num_labels = has_num_labels ? parse_count("--num-labels", o.num_labels) : 0;
@@ -386,27 +386,36 @@ inline request build_request(const raw_options& o, bool with_batch) {
         q.config_path = o.config;
         q.task_from = std::move(loaded.task_from);
     } else if (task_override) {
-        if (!supports_task(q.model.arch, *task_override))
+        if (!supports_task(q.model, *task_override))
             input("--task {}: {} is {} model and trains {} only", name_of(*task_override), q.model_name,
-                  family_name(family_of(q.model.arch)), supported_tasks(q.model.arch));
-        q.model.head = *task_override;
+                  stack_name(q.model.stack), supported_tasks(q.model));
+        q.model.head.kind = *task_override;
         q.task_from = "--task";
     } else {
         q.task_from = "the preset's";
     }
-    const std::string_view arch = name_of(q.model.arch);
+    const std::string_view arch = q.model.model_type;
     if (has_num_labels) {
-        if (q.model.head != task::seq_cls)
-            input("--num-labels: applies to task seq-cls only; {} runs {}", q.model_name, name_of(q.model.head));
-        q.model.num_labels = num_labels;
+        if (q.model.head.kind != task::seq_cls && q.model.head.kind != task::image_cls)
+            input("--num-labels: applies to tasks seq-cls and image-cls only; {} runs {}", q.model_name,
+                  name_of(q.model.head.kind));
+        q.model.head.num_labels = num_labels;
     }
-    if (q.s.target_seq != 0 && family_of(q.model.arch) != family::encoder_decoder)
+    if (q.s.target_seq != 0 && q.model.stack != stack_kind::encoder_decoder)
         input("--target-seq: applies to encoder-decoder models (t5) only; {} is {} model ({}); drop it",
-              q.model_name, family_name(family_of(q.model.arch)), arch);
-    if (positions_of(q.model.arch) == position_kind::learned && q.s.seq > usable_positions(q.model))
+              q.model_name, stack_name(q.model.stack), arch);
+    if (q.model.embedding.patches()) {
+        if (q.s.seq != 0 && q.s.seq != image_tokens(q.model))
+            input("--seq {}: {} is an image model whose sequence is its {} patches + 1; drop --seq", q.s.seq,
+                  q.model_name, q.model.embedding.patch_count());
+        q.s.seq = image_tokens(q.model);
+    } else if (q.s.seq == 0) {
+        usage("--seq: needs a whole number > 0 (only image models derive it)");
+    }
+    if (q.model.embedding.positions > 0 && !q.model.embedding.patches() && q.s.seq > usable_positions(q.model))
         input("--seq {}: exceeds the {} learned positions of {} (max_position_embeddings); use --seq {} or less",
               q.s.seq, usable_positions(q.model), q.model_name, usable_positions(q.model));
-    if (q.base.kv_cache && family_of(q.model.arch) == family::encoder)
+    if (q.base.kv_cache && q.model.stack == stack_kind::encoder)
         input("--kv-cache: {} is an encoder ({}) and keeps no KV cache; drop --kv-cache", q.model_name, arch);
     try {
         validate(q.model);
@@ -418,8 +427,7 @@ inline request build_request(const raw_options& o, bool with_batch) {
         for (const std::string& target : q.lora_targets) {
             bool found = false;
             for_each_op(graph, [&](const stage&, const op& node) {
-                const lora_config one{.rank = 1, .targets = {target}};
-                found = found || (node.kind == op_kind::linear && one.targets_module(node.module));
+                found = found || (node.kind == op_kind::linear && node.module.matches(target));
             });
             if (!found)
                 input("--lora-targets: \"{}\" matches no linear module of {}; its linear modules are {}",
@@ -438,7 +446,7 @@ inline request build_request(const raw_options& o, bool with_batch) {
 
 inline std::string shape_text(const request& q, bool with_batch) {
     std::string out = with_batch ? fmt::format("batch {}, seq {}", q.s.batch, q.s.seq) : fmt::format("seq {}", q.s.seq);
-    if (family_of(q.model.arch) == family::encoder_decoder) out += fmt::format(", target seq {}", target_length(q.s));
+    if (q.model.stack == stack_kind::encoder_decoder) out += fmt::format(", target seq {}", target_length(q.s));
     return out;
 }
 
@@ -503,10 +511,11 @@ inline std::string recipe_text(const request& q) {
 }
 
 inline void print_header(std::ostream& out, const request& q, bool with_batch) {
-    std::string task = std::string(name_of(q.model.head));
-    if (q.model.head == task::seq_cls) task += fmt::format(" ({} labels)", q.model.num_labels);
+    std::string task = std::string(name_of(q.model.head.kind));
+    if (q.model.head.kind == task::seq_cls || q.model.head.kind == task::image_cls)
+        task += fmt::format(" ({} labels)", q.model.head.num_labels);
     const std::string source = q.config_path.empty() ? "preset" : fmt::format("config {}", q.config_path);
-    out << fmt::format("{:<10}{} ({}), arch {}, task {}\n", "model", q.model_name, source, name_of(q.model.arch),
+    out << fmt::format("{:<10}{} ({}), arch {}, task {}\n", "model", q.model_name, source, q.model.model_type,
                        task);
     out << fmt::format("{:<10}{}\n", "shape", shape_text(q, with_batch));
     out << fmt::format("{:<10}{}\n", "recipe", recipe_text(q));
@@ -590,26 +599,26 @@ inline ojson gpu_json(const request& q, const estimate_result& x) {
 
 inline ojson spec_json(const model_spec& m) {
     ojson j;
-    j["arch"] = name_of(m.arch);
+    j["model_type"] = m.model_type;
+    j["stack"] = name_of(m.stack);
     j["hidden"] = m.hidden;
     j["layers"] = m.layers;
-    if (family_of(m.arch) == family::encoder_decoder) j["decoder_layers"] = m.decoder_layers;
-    j["heads"] = m.heads;
+    if (m.stack == stack_kind::encoder_decoder) j["decoder_layers"] = m.decoder_layers;
+    j["heads"] = m.heads();
     j["kv_heads"] = m.kv_head_count();
     j["head_dim"] = m.head_width();
-    j["ffn"] = m.ffn == ffn_kind::gated ? "gated" : "mlp";
-    j["ffn_hidden"] = m.ffn_hidden;
-    j["vocab"] = m.vocab;
-    j["max_positions"] = m.max_positions;
-    j["token_types"] = m.token_types;
-    j["relative_buckets"] = m.relative_buckets;
-    j["tie_embeddings"] = m.tie_embeddings;
-    j["norm"] = m.norm == norm_kind::rms_norm ? "rms_norm" : "layer_norm";
-    j["qkv_bias"] = m.qkv_bias;
-    j["attn_out_bias"] = m.attn_out_bias;
-    j["mlp_bias"] = m.mlp_bias;
-    j["hidden_dropout"] = m.hidden_dropout;
-    j["attention_dropout"] = m.attention_dropout;
+    j["v_head_dim"] = m.v_head_width();
+    j["mlp"] = m.mlp.kind == mlp_kind::gated ? "gated" : "plain";
+    j["mlp_hidden"] = m.mlp.hidden;
+    j["vocab"] = m.embedding.vocab;
+    j["positions"] = m.embedding.positions;
+    j["norm"] = m.norm.kind == norm_kind::rms_norm ? "rms_norm" : "layer_norm";
+    j["residual"] = m.block.residual == residual_kind::parallel ? "parallel" : "sequential";
+    j["tied"] = m.head.tied;
+    ojson windows = ojson::array();
+    for (std::uint64_t i = 0; i < m.pattern.length; ++i) windows.push_back(m.pattern.windows[i]);
+    j["layer_windows"] = std::move(windows);  // one cycle of the layers' sliding windows (0: full)
+    j["sdpa"] = m.attention.sdpa;
     return j;
 }
 
@@ -620,13 +629,14 @@ inline ojson inputs_json(std::string_view command, const request& q, bool with_b
     j["model"] = q.model_name;
     if (q.config_path.empty()) j["preset"] = q.model_name;
     else j["config"] = q.config_path;
-    j["arch"] = name_of(q.model.arch);
-    j["task"] = name_of(q.model.head);
+    j["model_type"] = q.model.model_type;
+    j["task"] = name_of(q.model.head.kind);
     j["task_from"] = q.task_from;
-    if (q.model.head == task::seq_cls) j["num_labels"] = q.model.num_labels;
+    if (q.model.head.kind == task::seq_cls || q.model.head.kind == task::image_cls)
+        j["num_labels"] = q.model.head.num_labels;
     if (with_batch) j["batch"] = q.s.batch;
     j["seq"] = q.s.seq;
-    if (family_of(q.model.arch) == family::encoder_decoder) j["target_seq"] = target_length(q.s);
+    if (q.model.stack == stack_kind::encoder_decoder) j["target_seq"] = target_length(q.s);
     ojson rj;
     rj["weights"] = name_of(r.weights);
     rj["autocast"] = name_of(r.autocast);
@@ -738,14 +748,14 @@ inline void cmd_max_batch(const raw_options& o, std::ostream& out) {
 
 inline void cmd_presets(bool as_json, std::ostream& out) {
     ojson list = ojson::array();
-    if (!as_json) out << fmt::format("{:<17}{:<12}{:<11}{:>16}\n", "preset", "arch", "task", "params");
+    if (!as_json) out << fmt::format("{:<17}{:<13}{:<11}{:>18}\n", "preset", "model_type", "task", "params");
     for (const auto& p : presets::all) {
         const std::uint64_t params = parameter_count(lower(p.spec));
         if (as_json) {
-            list.push_back(ojson{{"name", p.name}, {"arch", name_of(p.spec.arch)}, {"task", name_of(p.spec.head)},
+            list.push_back(ojson{{"name", p.name}, {"model_type", p.spec.model_type}, {"task", name_of(p.spec.head.kind)},
                                  {"params", params}});
         } else {
-            out << fmt::format("{:<17}{:<12}{:<11}{:>16}\n", p.name, name_of(p.spec.arch), name_of(p.spec.head),
+            out << fmt::format("{:<17}{:<13}{:<11}{:>18}\n", p.name, p.spec.model_type, name_of(p.spec.head.kind),
                                grouped(params));
         }
     }

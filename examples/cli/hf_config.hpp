@@ -3,10 +3,11 @@
 //   auto [spec, name, task_from] = anatomy::cli::load_hf_config("llama/config.json");
 //
 // Each model_type reads its own keys, with the defaults of its transformers
-// config class (BertConfig, GPT2Config, LlamaConfig, ...) for the keys that
-// may be left out. The sizes that define the model (hidden size, layers,
-// heads, FFN width, vocabulary) are required: filling them from the class
-// defaults would silently describe another model.
+// 5.17 config class (BertConfig, GPT2Config, LlamaConfig, ...) for the keys
+// that may be left out, then calls its family builder (families/) with the
+// sizes and sets the remaining parts. The sizes that define the model (hidden
+// size, layers, heads, FFN width, vocabulary) are required: filling them from
+// the class defaults would silently describe another model.
 //
 // Every problem is an anatomy::cli::input_error whose message starts with
 // "anatomy: <source>: " and names the key to fix.
@@ -14,6 +15,17 @@
 
 #include "support.hpp"
 
+#include <anatomy/families/bert.hpp>
+#include <anatomy/families/bloom.hpp>
+#include <anatomy/families/falcon.hpp>
+#include <anatomy/families/gemma.hpp>
+#include <anatomy/families/gpt2.hpp>
+#include <anatomy/families/llama.hpp>
+#include <anatomy/families/modernbert.hpp>
+#include <anatomy/families/neox.hpp>
+#include <anatomy/families/opt.hpp>
+#include <anatomy/families/t5.hpp>
+#include <anatomy/families/vit.hpp>
 #include <anatomy/model.hpp>
 #include <anatomy/names.hpp>
 
@@ -28,6 +40,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <iterator>
 #include <limits>
 #include <optional>
@@ -35,6 +48,7 @@
 #include <string_view>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 namespace anatomy::cli {
 
@@ -58,10 +72,20 @@ public:
         throw input_error(fmt::format("anatomy: {}: {}", source_, what));
     }
 
+    std::string_view model_type() const { return model_type_; }
+
     // nullptr when the key is absent.
     const json* find(std::string_view key) const {
         const auto it = config_.find(std::string(key));
         return it == config_.end() ? nullptr : &*it;
+    }
+
+    // The key of `keys` the config has (the first, when it has none): for
+    // sizes transformers takes under two names (hidden_size or n_embed).
+    std::string_view first_present(std::initializer_list<std::string_view> keys) const {
+        for (std::string_view key : keys)
+            if (find(key) != nullptr) return key;
+        return *keys.begin();
     }
 
     // A size the model cannot be described without.
@@ -73,6 +97,19 @@ public:
         return to_count(key, *value);
     }
 
+    // The same, under any of `keys` (the first present wins).
+    std::uint64_t required_count(std::initializer_list<std::string_view> keys) const {
+        const std::string_view key = first_present(keys);
+        if (find(key) == nullptr) {
+            std::string others;
+            for (std::string_view k : keys)
+                if (k != key) others += fmt::format(" (or \"{}\")", k);
+            fail(fmt::format("key \"{}\"{} is missing (model_type {}); add it, as in the model's published config.json",
+                             key, others, model_type_));
+        }
+        return required_count(key);
+    }
+
     // A size with a default; `nullable`: null also means the default (the
     // config class takes None there).
     std::uint64_t count_or(std::string_view key, std::uint64_t fallback, bool nullable = false) const {
@@ -81,9 +118,27 @@ public:
         return to_count(key, *value);
     }
 
-    double probability_or(std::string_view key, double fallback) const {
+    // A whole number >= 0 with a default (a layer index).
+    std::uint64_t index_or(std::string_view key, std::uint64_t fallback) const {
         const json* value = find(key);
         if (value == nullptr) return fallback;
+        if (value->is_number_integer() && (value->is_number_unsigned() || value->get<std::int64_t>() >= 0))
+            return value->get<std::uint64_t>();
+        if (value->is_number_integer()) fail(fmt::format("key \"{}\" is {}; it must be >= 0", key, value->dump()));
+        wrong_type(key, *value, "a whole number >= 0");
+    }
+
+    // A size that may be absent or null (std::nullopt then).
+    std::optional<std::uint64_t> optional_count(std::string_view key) const {
+        const json* value = find(key);
+        if (value == nullptr || value->is_null()) return std::nullopt;
+        return to_count(key, *value);
+    }
+
+    // `nullable`: null also means the default.
+    double probability_or(std::string_view key, double fallback, bool nullable = false) const {
+        const json* value = find(key);
+        if (value == nullptr || (nullable && value->is_null())) return fallback;
         if (!value->is_number()) wrong_type(key, *value, "a number in [0, 1)");
         const double p = value->get<double>();
         if (!(p >= 0.0 && p < 1.0))
@@ -91,9 +146,18 @@ public:
         return p;
     }
 
-    bool boolean_or(std::string_view key, bool fallback) const {
+    // A number; null means `if_null` (soft-capping: None is off).
+    double number_or(std::string_view key, double fallback, double if_null) const {
         const json* value = find(key);
         if (value == nullptr) return fallback;
+        if (value->is_null()) return if_null;
+        if (!value->is_number()) wrong_type(key, *value, "a number");
+        return value->get<double>();
+    }
+
+    bool boolean_or(std::string_view key, bool fallback, bool nullable = false) const {
+        const json* value = find(key);
+        if (value == nullptr || (nullable && value->is_null())) return fallback;
         if (!value->is_boolean()) wrong_type(key, *value, "true or false");
         return value->get<bool>();
     }
@@ -105,6 +169,14 @@ public:
         return value->get<std::string>();
     }
 
+    // An object-valued key (rope_parameters); nullptr when absent or null.
+    const json* object_or_null(std::string_view key) const {
+        const json* value = find(key);
+        if (value == nullptr || value->is_null()) return nullptr;
+        if (!value->is_object()) wrong_type(key, *value, "an object");
+        return value;
+    }
+
     [[noreturn]] void wrong_type(std::string_view key, const json& value, std::string_view expected) const {
         if (value.is_null()) fail(fmt::format("key \"{}\" must be {}, not null", key, expected));
         const std::string_view type = value.type_name();  // "string", "number", "array", "object", "boolean"
@@ -113,7 +185,12 @@ public:
                          shorten(value.dump())));
     }
 
-private:
+    // A value outside what transformers or the estimator takes.
+    [[noreturn]] void not_modelled(std::string_view key, const json& value, std::string_view what) const {
+        fail(fmt::format("key \"{}\" is {}: {} is not modelled by the estimator (model_type {})", key,
+                         shorten(value.dump()), what, model_type_));
+    }
+
     std::uint64_t to_count(std::string_view key, const json& value) const {
         if (value.is_number_unsigned() && value.get<std::uint64_t>() > 0) return value.get<std::uint64_t>();
         if (value.is_number_integer() && !value.is_number_unsigned() && value.get<std::int64_t>() > 0)
@@ -123,6 +200,7 @@ private:
         wrong_type(key, value, "a whole number > 0");
     }
 
+private:
     const json& config_;
     std::string_view source_;
     std::string_view model_type_;
@@ -138,10 +216,10 @@ inline activation activation_named(const reader& r, std::string_view key, std::s
     };
     constexpr std::array<entry, 10> table{{{"gelu", activation::gelu},
                                            {"gelu_python", activation::gelu},
-                                           {"gelu_new", activation::gelu_tanh},
+                                           {"gelu_new", activation::gelu_new},
+                                           {"gelu_fast", activation::gelu_new},
+                                           {"gelu_accurate", activation::gelu_new},
                                            {"gelu_pytorch_tanh", activation::gelu_tanh},
-                                           {"gelu_fast", activation::gelu_tanh},
-                                           {"gelu_accurate", activation::gelu_tanh},
                                            {"relu", activation::relu},
                                            {"silu", activation::silu},
                                            {"swish", activation::silu},
@@ -161,54 +239,398 @@ inline activation parse_activation(const reader& r, std::string_view key, std::s
     return activation_named(r, key, name, name);
 }
 
-// The task an `architectures` entry trains, if its name says.
-inline std::optional<task> task_of_class(std::string_view cls) {
-    constexpr std::array<std::pair<std::string_view, task>, 5> suffixes{{
-        {"ForConditionalGeneration", task::seq2seq},
-        {"WithLMHeadModel", task::seq2seq},  // T5's name before T5ForConditionalGeneration
-        {"ForSequenceClassification", task::seq_cls},
-        {"ForCausalLM", task::causal_lm},
-        {"LMHeadModel", task::causal_lm},
-    }};
-    for (const auto& [suffix, t] : suffixes)
-        if (cls.ends_with(suffix)) return t;
-    return std::nullopt;
+inline std::uint64_t four_times(const reader& r, std::string_view key, std::uint64_t hidden) {
+    if (hidden > std::numeric_limits<std::uint64_t>::max() / 4)
+        r.fail(fmt::format("key \"{}\" ({}) is too large: 4 * {} overflows 64 bits", key, hidden, key));
+    return 4 * hidden;
 }
 
-inline task resolve_task(const reader& r, architecture arch, std::optional<task> override_task,
-                         std::string& task_from) {
-    const std::string_view type = name_of(arch);
-    if (override_task) {
-        if (!supports_task(arch, *override_task))
-            throw input_error(fmt::format("anatomy: --task {}: {} is {} model and trains {} only; pass --task {}",
-                                          name_of(*override_task), type, family_name(family_of(arch)),
-                                          supported_tasks(arch), name_of(default_task(arch))));
-        task_from = "--task";
-        return *override_task;
-    }
-    std::string unmapped;
-    if (const json* list = r.find("architectures"); list != nullptr && !list->is_null()) {
-        if (!list->is_array()) r.wrong_type("architectures", *list, "an array of class names");
-        for (const json& cls : *list) {
-            if (!cls.is_string()) r.wrong_type("architectures", *list, "an array of class names");
-            const auto name = cls.get<std::string>();
-            const std::optional<task> t = task_of_class(name);
-            if (!t) {
-                unmapped = name;
-                continue;
-            }
-            if (!supports_task(arch, *t))
-                r.fail(fmt::format("architectures names {} (task {}), which the estimator does not model for {}; "
-                                   "pass --task {}",
-                                   shorten(name), name_of(*t), type, supported_tasks(arch)));
-            task_from = fmt::format("architectures ({})", name);
-            return *t;
+inline void check_divisible(const reader& r, std::uint64_t hidden, std::string_view hidden_key, std::uint64_t heads,
+                            std::string_view heads_key, bool head_dim_key = false) {
+    if (hidden % heads != 0)
+        r.fail(fmt::format("key \"{}\" ({}) must be a multiple of \"{}\" ({}){}", hidden_key, hidden, heads_key, heads,
+                           head_dim_key ? ", or set \"head_dim\"" : ""));
+}
+
+// num_key_value_heads: null or absent means as many as the heads.
+inline std::uint64_t read_kv_heads(const reader& r, std::uint64_t heads, std::string_view key = "num_key_value_heads",
+                                   std::string_view heads_key = "num_attention_heads") {
+    const std::uint64_t kv = r.count_or(key, heads, /*nullable=*/true);
+    if (kv > heads || heads % kv != 0)
+        r.fail(fmt::format("key \"{}\" ({}) must be a multiple of \"{}\" ({})", heads_key, heads, key, kv));
+    return kv;
+}
+
+// head_dim: given, or `fallback` (0: hidden / heads, which must then divide).
+inline std::uint64_t read_head_dim(const reader& r, std::uint64_t hidden, std::uint64_t heads,
+                                   std::uint64_t fallback = 0) {
+    std::uint64_t head_dim = fallback;
+    if (const json* value = r.find("head_dim"); value != nullptr)
+        head_dim = value->is_null() ? 0 : r.to_count("head_dim", *value);
+    if (head_dim == 0) check_divisible(r, hidden, "hidden_size", heads, "num_attention_heads", true);
+    return head_dim;
+}
+
+// A rotary share of each head, in (0, 1].
+inline double check_rotary_fraction(const reader& r, std::string_view key, double fraction) {
+    if (!(fraction > 0.0 && fraction <= 1.0))
+        r.fail(fmt::format("key \"{}\" is {}; the rotated share of each head must be in (0, 1]", key, fraction));
+    return fraction;
+}
+
+// rope_parameters.partial_rotary_factor, else the legacy top-level `legacy` key, else `fallback`.
+inline double read_partial_rotary(const reader& r, std::string_view legacy, double fallback) {
+    if (const json* rope = r.object_or_null("rope_parameters"); rope != nullptr) {
+        if (const auto it = rope->find("partial_rotary_factor"); it != rope->end() && !it->is_null()) {
+            if (!it->is_number())
+                r.wrong_type("rope_parameters.partial_rotary_factor", *it, "a number in (0, 1]");
+            return check_rotary_fraction(r, "rope_parameters.partial_rotary_factor", it->get<double>());
         }
     }
-    const task t = default_task(arch);
-    task_from = unmapped.empty() ? fmt::format("the default for {}", type)
-                                 : fmt::format("the default for {}; architectures ({}) names no task", type, unmapped);
-    return t;
+    const json* value = r.find(legacy);
+    if (value == nullptr || value->is_null()) return fallback;
+    if (!value->is_number()) r.wrong_type(legacy, *value, "a number in (0, 1]");
+    return check_rotary_fraction(r, legacy, value->get<double>());
+}
+
+// Decoders that could attend bidirectionally (Gemma's use_bidirectional_attention).
+inline void reject_bidirectional(const reader& r) {
+    if (r.boolean_or("use_bidirectional_attention", false, /*nullable=*/true))
+        r.not_modelled("use_bidirectional_attention", true, "a bidirectional decoder");
+}
+
+// A cycle of at most 8 layers from an explicit layer_types list.
+inline layer_pattern pattern_from_layer_types(const reader& r, const json& list, std::uint64_t layers,
+                                              std::uint64_t window) {
+    if (!list.is_array()) r.wrong_type("layer_types", list, "an array of \"full_attention\" or \"sliding_attention\"");
+    if (list.size() != layers)
+        r.fail(fmt::format("key \"layer_types\" has {} entries; it must have one per layer (num_hidden_layers {})",
+                           list.size(), layers));
+    std::vector<bool> sliding;
+    sliding.reserve(list.size());
+    for (const json& entry : list) {
+        if (!entry.is_string())
+            r.wrong_type("layer_types", list, "an array of \"full_attention\" or \"sliding_attention\"");
+        const auto name = entry.get<std::string>();
+        if (name != "full_attention" && name != "sliding_attention")
+            r.fail(fmt::format("key \"layer_types\" names \"{}\"; each entry must be \"full_attention\" or "
+                               "\"sliding_attention\"",
+                               shorten(name)));
+        sliding.push_back(name == "sliding_attention");
+    }
+    layer_pattern p{};
+    for (std::size_t period = 1; period <= p.windows.size(); ++period) {
+        bool periodic = true;
+        for (std::size_t i = period; i < sliding.size() && periodic; ++i) periodic = sliding[i] == sliding[i % period];
+        if (!periodic) continue;
+        p.length = period;
+        for (std::size_t i = 0; i < period; ++i) p.windows[i] = i < sliding.size() && sliding[i] ? window : 0;
+        return p;
+    }
+    r.fail(fmt::format("key \"layer_types\" does not repeat with a period of at most {} layers; the estimator "
+                       "models layer patterns that cycle over 8 layers or fewer",
+                       p.windows.size()));
+}
+
+// ---- readers, one per model_type ------------------------------------------
+
+inline model_spec read_bert_like(const reader& r) {
+    const std::string_view type = r.model_type();
+    if (type == "distilbert") {
+        families::sizes s{.vocab = r.required_count("vocab_size"), .hidden = r.required_count("dim"),
+                          .layers = r.required_count("n_layers"), .heads = r.required_count("n_heads"),
+                          .ffn = r.required_count("hidden_dim")};
+        check_divisible(r, s.hidden, "dim", s.heads, "n_heads");
+        model_spec m = families::distilbert(s, r.probability_or("dropout", 0.1),
+                                            r.probability_or("attention_dropout", 0.1),
+                                            r.probability_or("seq_classif_dropout", 0.2));
+        m.embedding.positions = r.count_or("max_position_embeddings", 512);
+        m.mlp.act = parse_activation(r, "activation", "gelu");
+        m.head.tied = r.boolean_or("tie_word_embeddings", true);
+        return m;
+    }
+    families::sizes s{.vocab = r.required_count("vocab_size"), .hidden = r.required_count("hidden_size"),
+                      .layers = r.required_count("num_hidden_layers"),
+                      .heads = r.required_count("num_attention_heads"), .ffn = r.required_count("intermediate_size")};
+    check_divisible(r, s.hidden, "hidden_size", s.heads, "num_attention_heads");
+    const double dropout = r.probability_or("hidden_dropout_prob", 0.1);
+    const double attention_dropout = r.probability_or("attention_probs_dropout_prob", 0.1);
+    model_spec m = type == "roberta" ? families::roberta(s, dropout, attention_dropout)
+                                     : families::bert(s, dropout, attention_dropout);
+    m.embedding.positions = r.count_or("max_position_embeddings", 512);
+    m.embedding.token_types = r.count_or("type_vocab_size", 2);
+    m.mlp.act = parse_activation(r, "hidden_act", "gelu");
+    // classifier_dropout: None means hidden_dropout_prob.
+    m.head.classifier_dropout = r.probability_or("classifier_dropout", dropout, /*nullable=*/true);
+    m.head.tied = r.boolean_or("tie_word_embeddings", true);
+    // relative_key embeddings add parameters the estimator does not model.
+    const std::string positions = r.string_or("position_embedding_type", "absolute");
+    if (positions != "absolute")
+        r.fail(fmt::format("key \"position_embedding_type\" is \"{}\"; the estimator models \"absolute\" only",
+                           shorten(positions)));
+    return m;
+}
+
+inline model_spec read_modernbert(const reader& r) {
+    families::sizes s{.vocab = r.required_count("vocab_size"), .hidden = r.required_count("hidden_size"),
+                      .layers = r.required_count("num_hidden_layers"),
+                      .heads = r.required_count("num_attention_heads"), .ffn = r.required_count("intermediate_size")};
+    check_divisible(r, s.hidden, "hidden_size", s.heads, "num_attention_heads");
+    const std::uint64_t every = r.count_or("global_attn_every_n_layers", 3);
+    if (every > 8)
+        r.fail(fmt::format("key \"global_attn_every_n_layers\" is {}; the estimator models layer patterns that "
+                           "cycle over 8 layers or fewer",
+                           every));
+    // ModernBertConfig.sliding_window is local_attention // 2.
+    const std::uint64_t local = r.count_or("local_attention", 128);
+    if (local / 2 == 0)
+        r.fail(fmt::format("key \"local_attention\" is {}; its half (the sliding window) must be > 0", local));
+    model_spec m = families::modernbert(
+        s, every, local / 2, r.boolean_or("attention_bias", false), r.boolean_or("mlp_bias", false),
+        r.boolean_or("norm_bias", false), r.probability_or("embedding_dropout", 0.0),
+        r.probability_or("attention_dropout", 0.0), r.probability_or("mlp_dropout", 0.0));
+    m.mlp.act = parse_activation(r, "hidden_activation", "gelu");
+    m.head.tied = r.boolean_or("tie_word_embeddings", true);
+    m.head.decoder_bias = r.boolean_or("decoder_bias", true);
+    m.head.classifier_dropout = r.probability_or("classifier_dropout", 0.0);
+    // The prediction head's dense layer (head.dense) has a bias iff classifier_bias.
+    m.head.transform_bias = r.boolean_or("classifier_bias", false);
+    return m;
+}
+
+// ModernBERT's sequence classifier pools the CLS token or the mean; the
+// builder models the mean.
+inline void check_modernbert_task(const reader& r, const model_spec& m) {
+    if (m.head.kind == task::masked_lm) return;
+    const std::string pooling = r.string_or("classifier_pooling", "cls");
+    if (pooling != "mean")
+        r.fail(fmt::format("key \"classifier_pooling\" is \"{}\": the estimator models ModernBERT's {} head with "
+                           "\"mean\" pooling only; set \"classifier_pooling\": \"mean\" or pass --task masked-lm",
+                           shorten(pooling), name_of(m.head.kind)));
+}
+
+inline model_spec read_gpt2(const reader& r) {
+    families::sizes s{.vocab = r.required_count("vocab_size"), .hidden = r.required_count("n_embd"),
+                      .layers = r.required_count("n_layer"), .heads = r.required_count("n_head")};
+    check_divisible(r, s.hidden, "n_embd", s.heads, "n_head");
+    s.ffn = r.count_or("n_inner", 0, /*nullable=*/true);  // GPT2MLP: n_inner or 4 * n_embd
+    if (s.ffn == 0) s.ffn = four_times(r, "n_embd", s.hidden);
+    s.tied = r.boolean_or("tie_word_embeddings", true);
+    model_spec m = families::gpt2(s, r.count_or("n_positions", 1024), r.probability_or("resid_pdrop", 0.1),
+                                  r.probability_or("attn_pdrop", 0.1), r.probability_or("embd_pdrop", 0.1));
+    m.mlp.act = parse_activation(r, "activation_function", "gelu_new");
+    return m;
+}
+
+// The sizes of Llama-style configs (hidden_size, num_key_value_heads, head_dim, ...).
+inline families::sizes read_llama_sizes(const reader& r, bool tied_default, std::uint64_t head_dim_default = 0) {
+    families::sizes s{.vocab = r.required_count("vocab_size"), .hidden = r.required_count("hidden_size"),
+                      .layers = r.required_count("num_hidden_layers"),
+                      .heads = r.required_count("num_attention_heads"), .ffn = r.required_count("intermediate_size")};
+    s.kv_heads = read_kv_heads(r, s.heads);
+    s.head_dim = read_head_dim(r, s.hidden, s.heads, head_dim_default);
+    s.tied = r.boolean_or("tie_word_embeddings", tied_default);
+    return s;
+}
+
+// Qwen2 and Qwen3: with use_sliding_window, layers >= max_window_layers slide.
+inline void read_qwen_sliding(const reader& r, model_spec& m) {
+    if (!r.boolean_or("use_sliding_window", false)) return;
+    const std::uint64_t window = r.count_or("sliding_window", 4096);
+    const std::uint64_t from = r.index_or("max_window_layers", 28);
+    if (from >= m.layers) return;  // no layer slides
+    if (from == 0) {
+        m.pattern.windows[0] = window;  // every layer slides
+        return;
+    }
+    r.fail(fmt::format("keys \"use_sliding_window\" and \"max_window_layers\" ({}) make layers {} to {} slide and "
+                       "the first {} attend fully; a split of the depth is not modelled (the estimator repeats one "
+                       "cycle of at most 8 layers)",
+                       from, from, m.layers - 1, from));
+}
+
+inline model_spec read_llama(const reader& r) {
+    const families::sizes s = read_llama_sizes(r, false);
+    const std::string_view type = r.model_type();
+    model_spec m;
+    if (type == "mistral") {
+        // No biases anywhere, whatever the config says; sliding_window (null: none) on every layer.
+        m = families::mistral(s, r.count_or("sliding_window", 0, /*nullable=*/true));
+    } else if (type == "qwen2") {
+        m = families::qwen2(s);  // q, k, v with a bias, o without; the MLP without
+        read_qwen_sliding(r, m);
+    } else {
+        m = families::llama(s, r.boolean_or("attention_bias", false), r.boolean_or("mlp_bias", false));
+    }
+    m.mlp.act = parse_activation(r, "hidden_act", "silu");
+    m.attention.dropout = r.probability_or("attention_dropout", 0.0);
+    return m;
+}
+
+inline model_spec read_qwen3(const reader& r) {
+    model_spec m = families::qwen3(read_llama_sizes(r, false, 128), r.boolean_or("attention_bias", false));
+    m.mlp.act = parse_activation(r, "hidden_act", "silu");
+    m.attention.dropout = r.probability_or("attention_dropout", 0.0);
+    read_qwen_sliding(r, m);
+    return m;
+}
+
+inline model_spec read_phi3(const reader& r) {
+    const families::sizes s = read_llama_sizes(r, false);
+    model_spec m = families::phi3(s, r.optional_count("sliding_window").value_or(0),
+                                  read_partial_rotary(r, "partial_rotary_factor", 1.0),
+                                  r.probability_or("resid_pdrop", 0.0));
+    m.mlp.act = parse_activation(r, "hidden_act", "silu");
+    m.attention.dropout = r.probability_or("attention_dropout", 0.0);
+    return m;
+}
+
+inline model_spec read_olmo2(const reader& r) {
+    model_spec m = families::olmo2(read_llama_sizes(r, false), r.boolean_or("attention_bias", false));
+    m.mlp.act = parse_activation(r, "hidden_act", "silu");
+    m.attention.dropout = r.probability_or("attention_dropout", 0.0);
+    return m;
+}
+
+inline model_spec read_gemma(const reader& r) {
+    reject_bidirectional(r);
+    model_spec m = families::gemma(read_llama_sizes(r, true, 256), r.boolean_or("attention_bias", false));
+    m.mlp.act = parse_activation(r, "hidden_act", "gelu_pytorch_tanh");
+    m.attention.dropout = r.probability_or("attention_dropout", 0.0);
+    return m;
+}
+
+// Gemma 2 and 3: the sliding layers from layer_types, else the config class's default cycle.
+inline model_spec read_gemma2_like(const reader& r) {
+    reject_bidirectional(r);
+    const bool v3 = r.model_type() == "gemma3_text";
+    const families::sizes s = read_llama_sizes(r, true, 256);
+    const std::uint64_t window = r.count_or("sliding_window", 4096);
+    model_spec m;
+    if (v3) {
+        const std::uint64_t period = r.count_or("sliding_window_pattern", 6);
+        if (period > 8)
+            r.fail(fmt::format("key \"sliding_window_pattern\" is {}; the estimator models layer patterns that "
+                               "cycle over 8 layers or fewer",
+                               period));
+        m = families::gemma3(s, window, period);
+        m.head.logit_softcap = r.number_or("final_logit_softcapping", 0.0, 0.0);
+    } else {
+        m = families::gemma2(s, window, r.number_or("attn_logit_softcapping", 50.0, 0.0),
+                             r.number_or("final_logit_softcapping", 30.0, 0.0));
+    }
+    if (const json* types = r.find("layer_types"); types != nullptr && !types->is_null())
+        m.pattern = pattern_from_layer_types(r, *types, s.layers, window);
+    m.attention.qkv_bias = m.attention.out_bias = r.boolean_or("attention_bias", false);
+    m.mlp.act = parse_activation(r, "hidden_activation", "gelu_pytorch_tanh");
+    m.attention.dropout = r.probability_or("attention_dropout", 0.0);
+    return m;
+}
+
+inline model_spec read_gpt_neox(const reader& r) {
+    families::sizes s{.vocab = r.required_count("vocab_size"), .hidden = r.required_count("hidden_size"),
+                      .layers = r.required_count("num_hidden_layers"),
+                      .heads = r.required_count("num_attention_heads"), .ffn = r.required_count("intermediate_size")};
+    check_divisible(r, s.hidden, "hidden_size", s.heads, "num_attention_heads");
+    s.tied = r.boolean_or("tie_word_embeddings", false);
+    model_spec m = families::gpt_neox(s, read_partial_rotary(r, "rotary_pct", 0.25),
+                                      r.boolean_or("use_parallel_residual", true),
+                                      r.boolean_or("attention_bias", true), r.probability_or("hidden_dropout", 0.0),
+                                      r.probability_or("attention_dropout", 0.0));
+    m.mlp.act = parse_activation(r, "hidden_act", "gelu");
+    return m;
+}
+
+inline model_spec read_gptj(const reader& r) {
+    families::sizes s{.vocab = r.required_count("vocab_size"), .hidden = r.required_count("n_embd"),
+                      .layers = r.required_count("n_layer"), .heads = r.required_count("n_head")};
+    check_divisible(r, s.hidden, "n_embd", s.heads, "n_head");
+    s.ffn = r.count_or("n_inner", 0, /*nullable=*/true);  // GPTJBlock: n_inner or 4 * n_embd
+    if (s.ffn == 0) s.ffn = four_times(r, "n_embd", s.hidden);
+    s.tied = r.boolean_or("tie_word_embeddings", false);
+    const std::uint64_t rotary_dim = r.count_or("rotary_dim", 64);
+    if (rotary_dim > s.hidden / s.heads)
+        r.fail(fmt::format("key \"rotary_dim\" ({}) must be at most the head size n_embd / n_head ({})", rotary_dim,
+                           s.hidden / s.heads));
+    model_spec m = families::gptj(s, rotary_dim, r.probability_or("resid_pdrop", 0.0),
+                                  r.probability_or("attn_pdrop", 0.0), r.probability_or("embd_pdrop", 0.0));
+    m.mlp.act = parse_activation(r, "activation_function", "gelu_new");
+    return m;
+}
+
+inline model_spec read_opt(const reader& r) {
+    families::sizes s{.vocab = r.required_count("vocab_size"), .hidden = r.required_count("hidden_size"),
+                      .layers = r.required_count("num_hidden_layers"),
+                      .heads = r.required_count("num_attention_heads"), .ffn = r.required_count("ffn_dim")};
+    check_divisible(r, s.hidden, "hidden_size", s.heads, "num_attention_heads");
+    s.tied = r.boolean_or("tie_word_embeddings", true);
+    if (!r.boolean_or("layer_norm_elementwise_affine", true))
+        r.not_modelled("layer_norm_elementwise_affine", false, "a LayerNorm without weight and bias");
+    model_spec m = families::opt(s, r.count_or("max_position_embeddings", 2048),
+                                 r.count_or("word_embed_proj_dim", s.hidden, /*nullable=*/true),
+                                 r.boolean_or("do_layer_norm_before", true),
+                                 !r.boolean_or("_remove_final_layer_norm", false), r.boolean_or("enable_bias", true),
+                                 r.probability_or("dropout", 0.1), r.probability_or("attention_dropout", 0.0));
+    m.mlp.act = parse_activation(r, "activation_function", "relu");
+    return m;
+}
+
+inline model_spec read_falcon(const reader& r) {
+    const std::string_view hidden_key = r.first_present({"hidden_size", "n_embed"});
+    families::sizes s{.vocab = r.required_count("vocab_size"), .hidden = r.required_count({"hidden_size", "n_embed"}),
+                      .layers = r.required_count("num_hidden_layers"),
+                      .heads = r.required_count("num_attention_heads")};
+    check_divisible(r, s.hidden, hidden_key, s.heads, "num_attention_heads");
+    const bool new_arch = r.boolean_or("new_decoder_architecture", false);
+    const bool parallel = r.boolean_or("parallel_attn", true);
+    // FalconAttention: num_kv_heads (new architecture), 1 (multi_query), else one per head.
+    if (new_arch) s.kv_heads = read_kv_heads(r, s.heads, "num_kv_heads");
+    else s.kv_heads = r.boolean_or("multi_query", true) ? 1 : s.heads;
+    std::uint64_t norms = 1;  // FalconDecoderLayer: input_layernorm feeds both branches
+    if (const json* value = r.find("num_ln_in_parallel_attn"); value != nullptr && !value->is_null()) {
+        norms = r.to_count("num_ln_in_parallel_attn", *value);
+        if (norms > 2) r.fail(fmt::format("key \"num_ln_in_parallel_attn\" is {}; it must be 1 or 2", norms));
+    } else if (new_arch) {
+        norms = 2;  // FalconDecoderLayer sets 2 for the new decoder architecture
+    }
+    if (new_arch && !parallel)
+        r.not_modelled("parallel_attn", false, "the new decoder architecture without parallel attention");
+    if (!new_arch && parallel && norms == 2)
+        r.not_modelled("num_ln_in_parallel_attn", 2, "two parallel norms outside the new decoder architecture");
+    s.ffn = r.count_or("ffn_hidden_size", 0, /*nullable=*/true);
+    if (s.ffn == 0) s.ffn = four_times(r, hidden_key, s.hidden);
+    s.tied = r.boolean_or("tie_word_embeddings", true);
+    model_spec m = families::falcon(s, r.boolean_or("bias", false), r.boolean_or("alibi", false), parallel,
+                                    parallel ? norms : 1, r.probability_or("hidden_dropout", 0.0),
+                                    r.probability_or("attention_dropout", 0.0));
+    m.mlp.act = parse_activation(r, "activation", "gelu");
+    return m;
+}
+
+inline model_spec read_bloom(const reader& r) {
+    const std::string_view hidden_key = r.first_present({"hidden_size", "n_embed"});
+    families::sizes s{.vocab = r.required_count("vocab_size"), .hidden = r.required_count({"hidden_size", "n_embed"}),
+                      .layers = r.required_count({"n_layer", "num_hidden_layers"}),
+                      .heads = r.required_count({"n_head", "num_attention_heads"})};
+    check_divisible(r, s.hidden, hidden_key, s.heads, r.first_present({"n_head", "num_attention_heads"}));
+    s.ffn = four_times(r, hidden_key, s.hidden);  // BloomMLP: always 4 * hidden_size
+    s.tied = r.boolean_or("tie_word_embeddings", true);
+    if (r.boolean_or("apply_residual_connection_post_layernorm", false))
+        r.not_modelled("apply_residual_connection_post_layernorm", true,
+                       "a residual taken after the layer norm");
+    return families::bloom(s, r.probability_or("hidden_dropout", 0.0), r.probability_or("attention_dropout", 0.0));
+}
+
+// image_size and patch_size: an int, or a [height, width] pair of equal sides.
+inline std::uint64_t read_side(const reader& r, std::string_view key, std::uint64_t fallback) {
+    const json* value = r.find(key);
+    if (value == nullptr) return fallback;
+    if (!value->is_array()) return r.to_count(key, *value);
+    if (value->size() != 2) r.wrong_type(key, *value, "a whole number > 0 or a [height, width] pair");
+    const std::uint64_t h = r.to_count(key, (*value)[0]);
+    const std::uint64_t w = r.to_count(key, (*value)[1]);
+    if (h != w) r.not_modelled(key, *value, "a non-square side");
+    return h;
 }
 
 // HF: id2label wins over num_labels (PretrainedConfig.__init__); 2 by default.
@@ -221,130 +643,155 @@ inline std::uint64_t read_num_labels(const reader& r) {
     return r.count_or("num_labels", 2);
 }
 
-inline void check_divisible(const reader& r, std::uint64_t hidden, std::string_view hidden_key, std::uint64_t heads,
-                            std::string_view heads_key) {
-    if (hidden % heads != 0)
-        r.fail(fmt::format("key \"{}\" ({}) must be a multiple of \"{}\" ({})", hidden_key, hidden, heads_key, heads));
+inline model_spec read_vit(const reader& r) {
+    families::sizes s{.hidden = r.required_count("hidden_size"), .layers = r.required_count("num_hidden_layers"),
+                      .heads = r.required_count("num_attention_heads"), .ffn = r.required_count("intermediate_size")};
+    check_divisible(r, s.hidden, "hidden_size", s.heads, "num_attention_heads");
+    const std::uint64_t image = read_side(r, "image_size", 224);
+    const std::uint64_t patch = read_side(r, "patch_size", 16);
+    if (image < patch)
+        r.fail(fmt::format("key \"image_size\" ({}) must be at least \"patch_size\" ({})", image, patch));
+    model_spec m = families::vit(s, image, patch, r.count_or("num_channels", 3), read_num_labels(r),
+                                 r.boolean_or("qkv_bias", true), r.probability_or("hidden_dropout_prob", 0.0),
+                                 r.probability_or("attention_probs_dropout_prob", 0.0));
+    m.mlp.act = parse_activation(r, "hidden_act", "gelu");
+    return m;
 }
 
-inline void read_bert_like(const reader& r, model_spec& m) {
-    m.norm = norm_kind::layer_norm;
-    m.qkv_bias = m.attn_out_bias = m.mlp_bias = true;
-    if (m.arch == architecture::distilbert) {
-        m.hidden = r.required_count("dim");
-        m.layers = r.required_count("n_layers");
-        m.heads = r.required_count("n_heads");
-        m.ffn_hidden = r.required_count("hidden_dim");
-        m.vocab = r.required_count("vocab_size");
-        m.max_positions = r.count_or("max_position_embeddings", 512);
-        m.token_types = 0;
-        m.act = parse_activation(r, "activation", "gelu");
-        m.hidden_dropout = r.probability_or("dropout", 0.1);
-        m.attention_dropout = r.probability_or("attention_dropout", 0.1);
-        check_divisible(r, m.hidden, "dim", m.heads, "n_heads");
-        return;
-    }
-    m.hidden = r.required_count("hidden_size");
-    m.layers = r.required_count("num_hidden_layers");
-    m.heads = r.required_count("num_attention_heads");
-    m.ffn_hidden = r.required_count("intermediate_size");
-    m.vocab = r.required_count("vocab_size");
-    m.max_positions = r.count_or("max_position_embeddings", 512);
-    m.token_types = r.count_or("type_vocab_size", 2);
-    m.act = parse_activation(r, "hidden_act", "gelu");
-    m.hidden_dropout = r.probability_or("hidden_dropout_prob", 0.1);
-    m.attention_dropout = r.probability_or("attention_probs_dropout_prob", 0.1);
-    check_divisible(r, m.hidden, "hidden_size", m.heads, "num_attention_heads");
-    // relative_key embeddings add parameters the estimator does not model.
-    const std::string positions = r.string_or("position_embedding_type", "absolute");
-    if (positions != "absolute")
-        r.fail(fmt::format("key \"position_embedding_type\" is \"{}\"; the estimator models \"absolute\" only",
-                           shorten(positions)));
-}
-
-inline void read_gpt2(const reader& r, model_spec& m) {
-    m.hidden = r.required_count("n_embd");
-    m.layers = r.required_count("n_layer");
-    m.heads = r.required_count("n_head");
-    m.vocab = r.required_count("vocab_size");
-    m.ffn_hidden = r.count_or("n_inner", 0, /*nullable=*/true);
-    if (m.ffn_hidden == 0) {  // GPT2MLP: n_inner or 4 * n_embd
-        if (m.hidden > std::numeric_limits<std::uint64_t>::max() / 4)
-            r.fail(fmt::format("key \"n_embd\" ({}) is too large: 4 * n_embd overflows 64 bits", m.hidden));
-        m.ffn_hidden = 4 * m.hidden;
-    }
-    m.max_positions = r.count_or("n_positions", 1024);
-    m.act = parse_activation(r, "activation_function", "gelu_new");
-    m.hidden_dropout = r.probability_or("resid_pdrop", 0.1);
-    m.attention_dropout = r.probability_or("attn_pdrop", 0.1);
-    m.tie_embeddings = r.boolean_or("tie_word_embeddings", true);
-    m.norm = norm_kind::layer_norm;
-    m.qkv_bias = m.attn_out_bias = m.mlp_bias = true;
-    check_divisible(r, m.hidden, "n_embd", m.heads, "n_head");
-}
-
-inline void read_llama_like(const reader& r, model_spec& m) {
-    m.hidden = r.required_count("hidden_size");
-    m.layers = r.required_count("num_hidden_layers");
-    m.heads = r.required_count("num_attention_heads");
-    m.ffn_hidden = r.required_count("intermediate_size");
-    m.vocab = r.required_count("vocab_size");
-    m.kv_heads = r.count_or("num_key_value_heads", m.heads, /*nullable=*/true);
-    if (m.heads % m.kv_heads != 0)
-        r.fail(fmt::format("key \"num_attention_heads\" ({}) must be a multiple of \"num_key_value_heads\" ({})",
-                           m.heads, m.kv_heads));
-    // head_dim: given, or hidden_size // num_attention_heads (0 keeps the
-    // presets' convention for the divisible case).
-    m.head_dim = r.count_or("head_dim", 0, /*nullable=*/true);
-    if (m.head_dim == 0 && m.hidden % m.heads != 0) m.head_dim = m.hidden / m.heads;
-    if (m.head_dim == 0 && m.hidden / m.heads == 0)
-        r.fail(fmt::format("key \"hidden_size\" ({}) must be at least \"num_attention_heads\" ({})", m.hidden,
-                           m.heads));
-    m.ffn = ffn_kind::gated;
-    m.act = parse_activation(r, "hidden_act", "silu");
-    m.norm = norm_kind::rms_norm;
-    m.max_positions = 0;  // rotary: no position table
-    m.tie_embeddings = r.boolean_or("tie_word_embeddings", false);
-    m.attention_dropout = r.probability_or("attention_dropout", 0.0);
-    switch (m.arch) {
-        case architecture::llama:
-            m.qkv_bias = m.attn_out_bias = r.boolean_or("attention_bias", false);
-            m.mlp_bias = r.boolean_or("mlp_bias", false);
-            break;
-        case architecture::qwen2:  // Qwen2Attention: q, k, v with bias, o without; MLP without
-            m.qkv_bias = true;
-            break;
-        default:  // mistral: no biases anywhere
-            break;
-    }
-}
-
-inline void read_t5(const reader& r, model_spec& m) {
-    m.hidden = r.required_count("d_model");
-    m.head_dim = r.required_count("d_kv");
-    m.ffn_hidden = r.required_count("d_ff");
-    m.layers = r.required_count("num_layers");
-    m.decoder_layers = r.count_or("num_decoder_layers", m.layers, /*nullable=*/true);
-    m.heads = r.required_count("num_heads");
-    m.vocab = r.required_count("vocab_size");
-    m.relative_buckets = r.count_or("relative_attention_num_buckets", 32);
-    m.hidden_dropout = r.probability_or("dropout_rate", 0.1);
-    m.attention_dropout = m.hidden_dropout;  // T5Attention drops attention weights with dropout_rate too
-    m.tie_embeddings = r.boolean_or("tie_word_embeddings", true);
-    m.norm = norm_kind::rms_norm;
-    m.max_positions = 0;  // relative position bias: no table
+inline model_spec read_t5(const reader& r) {
+    families::t5_sizes s{.vocab = r.required_count("vocab_size"), .d_model = r.required_count("d_model"),
+                         .d_kv = r.required_count("d_kv"), .d_ff = r.required_count("d_ff"),
+                         .layers = r.required_count("num_layers"), .heads = r.required_count("num_heads")};
+    s.decoder_layers = r.count_or("num_decoder_layers", s.layers, /*nullable=*/true);
+    s.buckets = r.count_or("relative_attention_num_buckets", 32);
     // T5Config: "[gated-]ACT"; "gated-gelu" means gelu_new.
     const std::string proj = r.string_or("feed_forward_proj", "relu");
     std::string_view act = proj;
-    m.ffn = ffn_kind::mlp;
+    bool gated = false;
     if (act.starts_with("gated-")) {
-        m.ffn = ffn_kind::gated;
+        gated = true;
         act.remove_prefix(6);
     }
     if (act.empty() || act.find('-') != std::string_view::npos)
         r.fail(fmt::format("key \"feed_forward_proj\" is \"{}\"; write ACT or gated-ACT, e.g. \"relu\" or \"gated-gelu\"",
                            shorten(proj)));
-    m.act = proj == "gated-gelu" ? activation::gelu_tanh : activation_named(r, "feed_forward_proj", act, proj);
+    const activation a = proj == "gated-gelu" ? activation::gelu_new : activation_named(r, "feed_forward_proj", act, proj);
+    // transformers 5 always ties T5's LM head; tie_word_embeddings: false only
+    // turns off the decoder output rescale (scale_decoder_outputs).
+    const bool rescale = r.boolean_or("tie_word_embeddings", true, /*nullable=*/true);
+    return families::t5(s, gated, a, rescale, r.probability_or("dropout_rate", 0.1));
+}
+
+struct family_reader {
+    std::string_view model_type;
+    model_spec (*read)(const reader&);
+    void (*check_task)(const reader&, const model_spec&) = nullptr;  // family rules on the resolved task
+};
+
+inline constexpr std::array<family_reader, 21> family_readers{{
+    {"bert", read_bert_like},
+    {"roberta", read_bert_like},
+    {"distilbert", read_bert_like},
+    {"modernbert", read_modernbert, check_modernbert_task},
+    {"gpt2", read_gpt2},
+    {"llama", read_llama},
+    {"mistral", read_llama},
+    {"qwen2", read_llama},
+    {"qwen3", read_qwen3},
+    {"phi3", read_phi3},
+    {"olmo2", read_olmo2},
+    {"gemma", read_gemma},
+    {"gemma2", read_gemma2_like},
+    {"gemma3_text", read_gemma2_like},
+    {"gpt_neox", read_gpt_neox},
+    {"gptj", read_gptj},
+    {"opt", read_opt},
+    {"falcon", read_falcon},
+    {"bloom", read_bloom},
+    {"vit", read_vit},
+    {"t5", read_t5},
+}};
+
+inline std::string supported_model_types() {
+    std::string out;
+    for (const family_reader& f : family_readers) {
+        if (!out.empty()) out += ", ";
+        out += f.model_type;
+    }
+    return out;
+}
+
+// ---- the task -------------------------------------------------------------
+
+// The task an `architectures` entry trains, if its name says.
+inline std::optional<task> task_of_class(std::string_view cls) {
+    constexpr std::array<std::pair<std::string_view, task>, 7> suffixes{{
+        {"ForConditionalGeneration", task::seq2seq},
+        {"WithLMHeadModel", task::seq2seq},  // T5's name before T5ForConditionalGeneration
+        {"ForSequenceClassification", task::seq_cls},
+        {"ForCausalLM", task::causal_lm},
+        {"LMHeadModel", task::causal_lm},
+        {"ForMaskedLM", task::masked_lm},
+        {"ForImageClassification", task::image_cls},
+    }};
+    for (const auto& [suffix, t] : suffixes)
+        if (cls.ends_with(suffix)) return t;
+    return std::nullopt;
+}
+
+// A class with a head the estimator does not model (ForTokenClassification,
+// ForQuestionAnswering, GPT2DoubleHeadsModel, ...), as opposed to a bare
+// model class (BertModel), which names no task.
+inline bool names_other_head(std::string_view cls) {
+    return cls.find("For") != std::string_view::npos || cls.find("DoubleHeads") != std::string_view::npos;
+}
+
+inline std::string_view stack_description(const model_spec& m) {
+    switch (m.stack) {
+        case stack_kind::encoder: return m.embedding.patches() ? "an image encoder" : "an encoder";
+        case stack_kind::decoder: return "a decoder";
+        case stack_kind::encoder_decoder: return "an encoder-decoder";
+    }
+    return "a";
+}
+
+inline task resolve_task(const reader& r, const model_spec& m, std::optional<task> override_task,
+                         std::string& task_from) {
+    const std::string_view type = r.model_type();
+    if (override_task) {
+        if (!supports_task(m, *override_task))
+            throw input_error(fmt::format("anatomy: --task {}: {} is {} model and trains {} only; pass --task {}",
+                                          name_of(*override_task), type, stack_description(m), supported_tasks(m),
+                                          name_of(default_task(m))));
+        task_from = "--task";
+        return *override_task;
+    }
+    std::string unmapped;
+    if (const json* list = r.find("architectures"); list != nullptr && !list->is_null()) {
+        if (!list->is_array()) r.wrong_type("architectures", *list, "an array of class names");
+        for (const json& cls : *list) {
+            if (!cls.is_string()) r.wrong_type("architectures", *list, "an array of class names");
+            const auto name = cls.get<std::string>();
+            const std::optional<task> t = task_of_class(name);
+            if (!t) {
+                if (names_other_head(name))
+                    r.fail(fmt::format("architectures names {}, a head the estimator does not model; pass --task {}",
+                                       shorten(name), supported_tasks(m)));
+                unmapped = name;
+                continue;
+            }
+            if (!supports_task(m, *t))
+                r.fail(fmt::format("architectures names {} (task {}), which the estimator does not model for {}; "
+                                   "pass --task {}",
+                                   shorten(name), name_of(*t), type, supported_tasks(m)));
+            task_from = fmt::format("architectures ({})", name);
+            return *t;
+        }
+    }
+    const task t = default_task(m);
+    task_from = unmapped.empty() ? fmt::format("the default for {}", type)
+                                 : fmt::format("the default for {}; architectures ({}) names no task", type, unmapped);
+    return t;
 }
 
 // "parse error at line L, column C: <what nlohmann says>", where L:C is the
@@ -389,28 +836,23 @@ inline hf_model hf_config_from_json(const nlohmann::json& config, std::optional<
     const reader top(config, source, "unknown");
     const auto type_it = config.find("model_type");
     if (type_it == config.end())
-        top.fail(fmt::format("key \"model_type\" is missing; add it, one of {}", choices<architecture>()));
+        top.fail(fmt::format("key \"model_type\" is missing; add it, one of {}", hf_detail::supported_model_types()));
     if (!type_it->is_string()) top.wrong_type("model_type", *type_it, "a string");
     const auto model_type = type_it->get<std::string>();
-    const std::optional<architecture> arch = parse_name<architecture>(model_type);
-    if (!arch)
+    const auto family = std::find_if(hf_detail::family_readers.begin(), hf_detail::family_readers.end(),
+                                     [&](const hf_detail::family_reader& f) { return f.model_type == model_type; });
+    if (family == hf_detail::family_readers.end())
         top.fail(fmt::format("model_type \"{}\" is not supported; the estimator knows {}", shorten(model_type),
-                             choices<architecture>()));
+                             hf_detail::supported_model_types()));
 
-    const reader r(config, source, model_type);
+    const reader r(config, source, family->model_type);
     hf_model out;
     model_spec& m = out.spec;
-    m.arch = *arch;
-    switch (family_of(*arch)) {
-        case family::encoder: hf_detail::read_bert_like(r, m); break;
-        case family::decoder:
-            if (*arch == architecture::gpt2) hf_detail::read_gpt2(r, m);
-            else hf_detail::read_llama_like(r, m);
-            break;
-        case family::encoder_decoder: hf_detail::read_t5(r, m); break;
-    }
-    m.head = hf_detail::resolve_task(r, *arch, task_override, out.task_from);
-    if (m.head == task::seq_cls) m.num_labels = hf_detail::read_num_labels(r);  // else unused: keep the default
+    m = family->read(r);
+    m.head.kind = hf_detail::resolve_task(r, m, task_override, out.task_from);
+    if (m.head.kind == task::seq_cls || m.head.kind == task::image_cls)
+        m.head.num_labels = hf_detail::read_num_labels(r);  // else unused: keep the default
+    if (family->check_task != nullptr) family->check_task(r, m);
     try {
         validate(m);
     } catch (const anatomy::error& e) {  // anything the readers above did not name

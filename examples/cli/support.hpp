@@ -1,5 +1,5 @@
 // Shared pieces of the anatomy CLI: its two error kinds, the choices of an
-// enum flag, which tasks a model family trains, and one-line messages.
+// enum flag, which tasks a model trains, and one-line messages.
 #pragma once
 
 #include <anatomy/error.hpp>
@@ -41,40 +41,32 @@ std::string choices(std::string_view separator = ", ") {
     return out;
 }
 
-inline std::string_view family_name(family f) {
-    switch (f) {
-        case family::encoder: return "an encoder";
-        case family::decoder: return "a decoder";
-        case family::encoder_decoder: return "an encoder-decoder";
+inline std::string_view stack_name(stack_kind k) {
+    switch (k) {
+        case stack_kind::encoder: return "an encoder";
+        case stack_kind::decoder: return "a decoder";
+        case stack_kind::encoder_decoder: return "an encoder-decoder";
     }
     return "a model";
 }
 
-// What each family trains, as anatomy::validate(model_spec) accepts it.
-inline bool supports_task(architecture arch, task t) {
-    switch (family_of(arch)) {
-        case family::encoder: return t == task::seq_cls;
-        case family::decoder: return t == task::causal_lm || t == task::seq_cls;
-        case family::encoder_decoder: return t == task::seq2seq;
-    }
-    return false;
-}
-
-inline std::string supported_tasks(architecture arch) {
+// What a model trains, as anatomy::supports_task accepts it: "seq-cls or masked-lm".
+inline std::string supported_tasks(const model_spec& m) {
     std::string out;
     for (const auto& [t, name] : enum_names<task>::table) {
-        if (!supports_task(arch, t)) continue;
+        if (!supports_task(m, t)) continue;
         if (!out.empty()) out += " or ";
         out += name;
     }
     return out;
 }
 
-inline task default_task(architecture arch) {
-    switch (family_of(arch)) {
-        case family::encoder: return task::seq_cls;
-        case family::decoder: return task::causal_lm;
-        case family::encoder_decoder: return task::seq2seq;
+// The task a model trains when nothing says: the head its stack usually has.
+inline task default_task(const model_spec& m) {
+    switch (m.stack) {
+        case stack_kind::encoder: return m.embedding.patches() ? task::image_cls : task::seq_cls;
+        case stack_kind::decoder: return task::causal_lm;
+        case stack_kind::encoder_decoder: return task::seq2seq;
     }
     return task::causal_lm;
 }

@@ -15,11 +15,17 @@
 
 #include <anatomy/allocator.hpp>
 #include <anatomy/bytes.hpp>
+#include <anatomy/error.hpp>
 
 #include <cstdint>
 #include <vector>
 
 namespace anatomy {
+
+// The identity of an allocated block: what allocate() returned for a tensor,
+// and what frees exactly that tensor.
+using block_id = std::size_t;
+inline constexpr block_id no_block = static_cast<block_id>(-1);
 
 // Who owns a block, so that whole groups can be freed at once.
 enum class tensor_owner : std::uint8_t {
@@ -40,9 +46,10 @@ public:
     // `cap` 0: no cap.
     constexpr explicit caching_allocator(bytes cap = {}) : cap_(cap.count) {}
 
-    // Returns false when the request cannot be met under the cap (an OOM).
-    constexpr bool allocate(bytes request, tensor_owner owner) {
-        if (request.count == 0) return true;
+    // Returns the block that holds the tensor: no_block for an empty request,
+    // and when the request cannot be met under the cap (an OOM).
+    constexpr block_id allocate(bytes request, tensor_owner owner) {
+        if (request.count == 0) return no_block;
         const std::uint64_t size = block_size(request).count;
         const bool small = size <= small_size;
         std::size_t b = best_fit(size, small);
@@ -52,7 +59,7 @@ public:
                 release_free_segments();
                 if (reserved_ + segment > cap_) {
                     out_of_memory_ = true;
-                    return false;
+                    return no_block;
                 }
             }
             b = new_segment(segment, small);
@@ -75,22 +82,19 @@ public:
         allocated_ += blocks_[b].size;
         if (allocated_ > peak_allocated_) peak_allocated_ = allocated_;
         live_.push_back(b);
-        return true;
+        return b;
     }
 
-    // Frees the most recently allocated live block that was asked `request`
-    // bytes (tensors of one size are interchangeable to the model).
-    constexpr void release(bytes request) {
-        if (request.count == 0) return;
-        const std::uint64_t size = block_size(request).count;
+    // Frees the tensor that allocate() placed in `id` (no_block: nothing).
+    constexpr void release(block_id id) {
+        if (id == no_block) return;
         for (std::size_t i = live_.size(); i-- > 0;) {
-            const std::size_t b = live_[i];
-            if (blocks_[b].requested == size && blocks_[b].owner != tensor_owner::model) {
-                live_.erase(live_.begin() + static_cast<std::ptrdiff_t>(i));
-                free_block(b);
-                return;
-            }
+            if (live_[i] != id) continue;
+            live_.erase(live_.begin() + static_cast<std::ptrdiff_t>(i));
+            free_block(id);
+            return;
         }
+        throw error("anatomy::caching_allocator::release: the block is not live; a tensor was freed twice");
     }
 
     // Frees every live block of `owner`.

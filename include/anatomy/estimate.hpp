@@ -15,6 +15,7 @@
 #include <anatomy/timeline.hpp>
 
 #include <cstdint>
+#include <vector>
 
 namespace anatomy {
 
@@ -51,16 +52,19 @@ struct parameter_tensor_group {
 // included. Tied weights are visited once.
 template <class F>
 constexpr void for_each_parameter(const op_graph& graph, const recipe& r, F&& f) {
-    const bool frozen_base = r.lora.enabled() || r.inference;
-    for_each_op(graph, [&](const stage& s, const op& o) {
-        const bool trainable = !frozen_base;
-        if (!o.tied && !o.weight.empty()) f(parameter_tensor_group{o.weight, s.repeat, r.weights, trainable, &s});
-        if (!o.bias.empty()) f(parameter_tensor_group{o.bias, s.repeat, r.weights, trainable, &s});
-        if (o.kind == op_kind::linear && r.lora.enabled() && r.lora.targets_module(o.module)) {
-            f(parameter_tensor_group{{r.lora.rank, o.in_width}, s.repeat, lora_adapter_dtype, !r.inference, &s});
-            f(parameter_tensor_group{{o.out_width, r.lora.rank}, s.repeat, lora_adapter_dtype, !r.inference, &s});
+    const bool trainable = !(r.lora.enabled() || r.inference);
+    for (std::size_t i = 0; i < graph.stages.size(); ++i) {
+        const stage& s = graph.stages[i];
+        const std::uint64_t copies = graph.copies(i);
+        for (const op& o : s.ops) {
+            if (!o.tied && !o.weight.empty()) f(parameter_tensor_group{o.weight, copies, r.weights, trainable, &s});
+            if (!o.bias.empty()) f(parameter_tensor_group{o.bias, copies, r.weights, trainable, &s});
+            if (o.kind == op_kind::linear && r.lora.enabled() && r.lora.targets_module(o.module)) {
+                f(parameter_tensor_group{{r.lora.rank, o.in_width}, copies, lora_adapter_dtype, !r.inference, &s});
+                f(parameter_tensor_group{{o.out_width, r.lora.rank}, copies, lora_adapter_dtype, !r.inference, &s});
+            }
         }
-    });
+    }
 }
 
 namespace detail {
@@ -71,8 +75,7 @@ constexpr void check_lora_targets(const op_graph& graph, const recipe& r) {
         if (target.empty()) continue;
         bool found = false;
         for_each_op(graph, [&](const stage&, const op& o) {
-            lora_config one{.rank = 1, .targets = {target}};
-            found = found || (o.kind == op_kind::linear && one.targets_module(o.module));
+            found = found || (o.kind == op_kind::linear && o.module.matches(target));
         });
         detail::require(found, "anatomy::estimate: a LoRA target matches no linear module of this model");
     }
@@ -260,15 +263,18 @@ struct running {
             grads_at_peak = grads_then;
         }
     }
-    // `repeat` identical walks: the change per walk is constant, so the peak
+    // `times` identical walks: the change per walk is constant, so the peak
     // is in the first walk or in the last.
     constexpr void repeat(const live_bytes& one, std::uint64_t times) {
+        if (times == 0) return;
         const auto n = static_cast<std::int64_t>(times);
         note_peak(live + one.peak, grads + one.grads_at_peak);
         note_peak(live + (n - 1) * one.now + one.peak, grads + (n - 1) * one.grads + one.grads_at_peak);
         live += n * one.now;
         grads += n * one.grads;
     }
+    // What a walk that started at zero did, as one repeatable walk.
+    constexpr live_bytes as_walk() const { return {.now = live, .peak = peak, .grads = grads, .grads_at_peak = grads_at_peak}; }
 };
 
 struct step_peaks {
@@ -278,33 +284,86 @@ struct step_peaks {
     std::int64_t grads_at_backward_peak = 0;  // parameter gradients alive at the backward peak
 };
 
-// A run of identical layers. A block stage is one run, or two when its first
-// layer differs: its input needs no gradient (frozen embeddings under LoRA)
-// while every later layer's input does.
+// A run of identical layers of one stage, from one input.
 struct layer_run {
+    std::size_t stage = 0;
     stage_input_info input{};
     std::uint64_t repeat = 0;
 };
 
-struct stage_plan {
-    std::array<layer_run, 2> runs{};
-    std::size_t run_count = 0;
-    stage_handoff out{};
+// Runs [first, first + count) walked `times` times in a row: a stage, or one
+// cycle of the layer pattern.
+struct run_group {
+    std::size_t first = 0;
+    std::size_t count = 0;
+    std::uint64_t times = 1;
 };
 
-constexpr stage_plan plan_stage(const stage& st, const model_spec& m, const recipe& r, const shape& s,
-                                stage_input_info input, stage_input_info encoder) {
-    stage_plan plan{};
-    const stage_handoff first = handoff(expand(st, m, r, s, input, encoder), st);
-    plan.out = first;
-    if (st.repeat > 1 && first.output.requires_grad != input.requires_grad) {
-        plan.runs[0] = {input, 1};
-        plan.runs[1] = {first.output, st.repeat - 1};
-        plan.run_count = 2;
-        plan.out = handoff(expand(st, m, r, s, first.output, encoder), st);
+inline constexpr std::size_t max_runs = 2 * max_stages + 8;
+
+// The step's order of runs: a stage whose first layer gets a different input
+// (one that needs no gradient, under LoRA's frozen embeddings) is two runs,
+// and a cycle whose first pass does is walked once, then times - 1 more.
+struct step_plan {
+    std::array<layer_run, max_runs> runs{};
+    std::size_t run_count = 0;
+    std::array<run_group, max_runs> groups{};
+    std::size_t group_count = 0;
+    std::array<stage_handoff, max_stages> out{};  // each stage's output, as walked last
+    stage_input_info encoder{};
+
+    constexpr void add_run(layer_run r) { runs[run_count++] = r; }
+    constexpr void add_group(std::size_t first, std::uint64_t times) {
+        if (run_count > first && times > 0) groups[group_count++] = {first, run_count - first, times};
+    }
+};
+
+constexpr bool same_input(stage_input_info a, stage_input_info b) {
+    return a.size == b.size && a.type == b.type && a.requires_grad == b.requires_grad;
+}
+
+// Adds the runs of stage i fed by `input`; returns its output.
+constexpr stage_input_info plan_stage(step_plan& plan, const op_graph& graph, std::size_t i, const model_spec& m,
+                                      const recipe& r, const shape& s, stage_input_info input) {
+    const stage& st = graph.stages[i];
+    stage_handoff out = handoff(expand(st, m, r, s, input, plan.encoder), st);
+    if (st.repeat > 1 && !same_input(out.output, input)) {
+        plan.add_run({i, input, 1});
+        plan.add_run({i, out.output, st.repeat - 1});
+        out = handoff(expand(st, m, r, s, out.output, plan.encoder), st);
     } else {
-        plan.runs[0] = {input, st.repeat};
-        plan.run_count = 1;
+        plan.add_run({i, input, st.repeat});
+    }
+    plan.out[i] = out;
+    if (st.encoder_output) plan.encoder = out.output;
+    return out.output;
+}
+
+constexpr step_plan plan_step(const op_graph& graph, const model_spec& m, const recipe& r, const shape& s) {
+    step_plan plan{};
+    stage_input_info previous{};
+    const layer_cycle& c = graph.cycle;
+    for (std::size_t i = 0; i < graph.stages.size();) {
+        if (c.times > 1 && i == c.first) {
+            const stage_input_info entry = previous;
+            std::size_t first = plan.run_count;
+            for (std::size_t j = c.first; j < c.first + c.count; ++j) previous = plan_stage(plan, graph, j, m, r, s, previous);
+            if (same_input(previous, entry)) {
+                plan.add_group(first, c.times);
+            } else {
+                plan.add_group(first, 1);
+                first = plan.run_count;
+                for (std::size_t j = c.first; j < c.first + c.count; ++j)
+                    previous = plan_stage(plan, graph, j, m, r, s, previous);
+                plan.add_group(first, c.times - 1);
+            }
+            i += c.count;
+            continue;
+        }
+        const std::size_t first = plan.run_count;
+        previous = plan_stage(plan, graph, i, m, r, s, previous);
+        plan.add_group(first, 1);
+        ++i;
     }
     return plan;
 }
@@ -322,127 +381,225 @@ constexpr gradient_reduction reduction(const recipe& r, const stage& st) {
 }
 
 // Walks forward then backward over the stages, from `base` live bytes. With
-// an allocator, every layer is walked in turn and every allocation reported
-// to it; without one, a run of identical layers is walked once.
-constexpr step_peaks walk_step(const op_graph& graph, const model_spec& m, const recipe& r, const shape& s,
-                               std::int64_t base, bool grads_exist, caching_allocator* allocator = nullptr) {
-    step_peaks p{};
-    running fwd{.live = base, .peak = base};
-    const bool training = !r.inference;
-    std::array<stage_plan, 12> plans{};
-    stage_input_info previous{};
-    stage_input_info encoder{};
-    std::int64_t autocast_cache = 0;
-    std::int64_t held_embedding = 0;
-    for (std::size_t i = 0; i < graph.stages.size(); ++i) {
-        const stage& st = graph.stages[i];
-        plans[i] = plan_stage(st, m, r, s, previous, encoder);
-        const bool checkpointed = training && r.grad_checkpointing && st.block;
-        // The model's forward keeps the embedding output in a local until its
-        // layers are done: only the first layer may free it.
-        const bool first_layers = st.block && i > 0 && !graph.stages[i - 1].block;
-        for (std::size_t k = 0; k < plans[i].run_count; ++k) {
-            const layer_run& run = plans[i].runs[k];
-            const expansion ex = expand(st, m, r, s, run.input, encoder);
-            const tensor_slot out = handoff(ex, st).slot;
-            const std::uint64_t walks = allocator ? run.repeat : 1;
-            for (std::uint64_t w = 0; w < walks; ++w) {
-                stage_walk walk(ex.kernels, out, run.input, encoder);
-                walk.observe(allocator);
-                // Replaying, the first layer keeps the embedding output, which
-                // is released when the layers are done.
-                const bool pin = allocator && first_layers && k == 0 && w == 0 && st.repeat > 1 && !checkpointed;
-                const live_bytes one = walk.forward(training && !checkpointed, checkpointed || pin);
-                const std::int64_t held = !allocator && first_layers && k == 0 && walk.input_freed() && st.repeat > 1
-                                              ? live_bytes::signed_size(previous.size)
-                                              : 0;
-                fwd.live += held;
-                fwd.repeat(one, run.repeat / walks);
-                fwd.live -= held;
-                if (pin && walk.input_pinned_only()) {
-                    held_embedding = live_bytes::signed_size(previous.size);
-                }
-                autocast_cache += static_cast<std::int64_t>(run.repeat / walks) *
-                                  live_bytes::signed_size(walk.autocast_cache());
-            }
+// an allocator, every layer is walked in turn and every tensor handed to it
+// by identity; without one, a run of identical layers is walked once, and a
+// cycle of the layer pattern once per distinct input.
+class step_walker {
+public:
+    constexpr step_walker(const op_graph& graph, const model_spec& m, const recipe& r, const shape& s,
+                          caching_allocator* allocator)
+        : graph_(graph), m_(m), r_(r), s_(s), allocator_(allocator), plan_(plan_step(graph, m, r, s)) {}
+
+    constexpr step_peaks walk(std::int64_t base, bool grads_exist) {
+        step_peaks p{};
+        running fwd{.live = base, .peak = base};
+        forward(fwd);
+        fwd.live -= forward_scoped_;  // autocast's region and the model's forward end
+        if (allocator_) allocator_->release_all(tensor_owner::cache);
+        p.forward = fwd.peak;
+        p.after_forward = fwd.live;
+        if (r_.inference) {
+            if (allocator_) allocator_->release_all(tensor_owner::step);
+            return p;
         }
-        if (held_embedding > 0 && st.block) {
-            allocator->release(bytes{static_cast<std::uint64_t>(held_embedding)});
-            fwd.live -= held_embedding;
-            held_embedding = 0;
-        }
-        previous = plans[i].out.output;
-        if (st.encoder_output) encoder = previous;
-    }
-    fwd.live -= autocast_cache;  // autocast's region ends with the forward
-    if (allocator) allocator->release_all(tensor_owner::cache);
-    p.forward = fwd.peak;
-    p.after_forward = fwd.live;
-    if (!training) {
-        if (allocator) allocator->release_all(tensor_owner::step);
+        running bwd{.live = fwd.live, .peak = fwd.live};
+        backward(bwd, grads_exist);
+        // The step's outputs (logits, the KV cache) die with the step.
+        if (allocator_) allocator_->release_all(tensor_owner::step);
+        p.backward = bwd.peak;
+        p.grads_at_backward_peak = bwd.grads_at_peak;
         return p;
     }
 
-    running bwd{.live = fwd.live, .peak = fwd.live};
-    const auto allocate = [&](bytes b) {
-        bwd.live += live_bytes::signed_size(b);
-        if (allocator) allocator->allocate(b, tensor_owner::step);
-    };
-    bool encoder_grad_allocated = false;
-    for (std::size_t i = graph.stages.size(); i-- > 0;) {
-        const stage& st = graph.stages[i];
-        if (i + 1 == graph.stages.size()) allocate(plans[i].out.output.size);  // d(loss)
-        const bool encoder_grad = reads_encoder(st);
-        if (encoder_grad && !encoder_grad_allocated) {
-            // Every cross-attention adds into one gradient of the encoder output.
-            allocate(encoder.size);
-            encoder_grad_allocated = true;
-        }
-        const bool checkpointed = r.grad_checkpointing && st.block;
-        for (std::size_t k = plans[i].run_count; k-- > 0;) {
-            const layer_run& run = plans[i].runs[k];
-            const expansion ex = expand(st, m, r, s, run.input, encoder);
-            const stage_handoff out = handoff(ex, st);
-            const std::uint64_t walks = allocator ? run.repeat : 1;
-            for (std::uint64_t w = 0; w < walks; ++w) {
-                stage_walk walk(ex.kernels, out.slot, run.input, encoder);
-                live_bytes one{};
-                if (checkpointed) {
-                    // Recompute the layer with autograd on, run its backward,
-                    // then drop the recomputed output and the checkpoint's input.
-                    walk.observe(allocator);
-                    const live_bytes recompute = walk.forward(true, true);
-                    const live_bytes back = walk.backward(grads_exist, encoder_grad, reduction(r, st));
-                    one = back;
-                    one.peak = recompute.peak > recompute.now + back.peak ? recompute.peak : recompute.now + back.peak;
-                    one.grads_at_peak = recompute.peak > recompute.now + back.peak ? 0 : back.grads_at_peak;
-                    one.now = recompute.now + back.now - live_bytes::signed_size(out.output.size) -
-                              live_bytes::signed_size(run.input.size);
-                    if (allocator) {
-                        allocator->release(out.output.size);
-                        allocator->release(run.input.size);
-                    }
-                } else {
-                    (void)walk.forward(true, false);  // rebuilds what autograd saved, silently
-                    walk.observe(allocator);
-                    one = walk.backward(grads_exist, encoder_grad, reduction(r, st));
-                }
-                bwd.repeat(one, run.repeat / walks);
-            }
+private:
+    constexpr bool checkpointed(std::size_t stage_index) const {
+        return !r_.inference && r_.grad_checkpointing && graph_.stages[stage_index].block;
+    }
+    constexpr expansion expanded(const layer_run& run) const {
+        return expand(graph_.stages[run.stage], m_, r_, s_, run.input, plan_.encoder);
+    }
+    constexpr tensor_slot output_slot(const layer_run& run, const expansion& ex) const {
+        return handoff(ex, graph_.stages[run.stage]).slot;
+    }
+    // The stage after T5's encoder is fed the encoder output, which the model
+    // output keeps: no stage frees it.
+    constexpr bool input_held(std::size_t stage_index) const {
+        return stage_index > 0 && graph_.stages[stage_index - 1].encoder_output;
+    }
+    // The model's forward keeps the embedding output in a local until its
+    // layers are done: only the first layer may free it.
+    constexpr bool first_layers(std::size_t stage_index) const {
+        return graph_.stages[stage_index].block && stage_index > 0 && !graph_.stages[stage_index - 1].block;
+    }
+
+    constexpr void forward(running& fwd) {
+        for (std::size_t g = 0; g < plan_.group_count; ++g) {
+            const run_group& group = plan_.groups[g];
+            // Replaying, every pass is walked; otherwise one pass, extrapolated.
+            const std::uint64_t passes = allocator_ ? group.times : 1;
+            running one_pass{};
+            running& target = group.times > 1 && !allocator_ ? one_pass : fwd;
+            for (std::uint64_t pass = 0; pass < passes; ++pass)
+                for (std::size_t i = group.first; i < group.first + group.count; ++i) forward_run(plan_.runs[i], target);
+            if (&target == &one_pass) fwd.repeat(one_pass.as_walk(), group.times);
         }
     }
-    // The step's outputs (logits, the KV cache) die with the step.
-    if (allocator) allocator->release_all(tensor_owner::step);
-    p.backward = bwd.peak;
-    p.grads_at_backward_peak = bwd.grads_at_peak;
-    return p;
+
+    constexpr void forward_run(const layer_run& run, running& target) {
+        const stage& st = graph_.stages[run.stage];
+        const expansion ex = expanded(run);
+        const tensor_slot out = output_slot(run, ex);
+        const bool ckpt = checkpointed(run.stage);
+        const bool training = !r_.inference;
+        const bool first = first_layers(run.stage) && &run == &plan_.runs[first_block_run()];
+        const std::uint64_t walks = allocator_ ? run.repeat : 1;
+        const std::uint64_t times = group_times_of(run);
+        for (std::uint64_t w = 0; w < walks; ++w) {
+            stage_walk walk(ex.kernels, out, run.input, plan_.encoder, previous_block_, input_held(run.stage));
+            walk.observe(allocator_);
+            // Replaying, the first layer keeps the embedding output, which is
+            // released when the layers are done.
+            const bool pin = allocator_ && first && w == 0 && st.repeat > 1 && !ckpt;
+            const live_bytes one = walk.forward(training && !ckpt, ckpt || pin);
+            const std::int64_t held = !allocator_ && first && walk.input_freed() && st.repeat > 1
+                                          ? live_bytes::signed_size(run.input.size)
+                                          : 0;
+            target.live += held;
+            target.repeat(one, run.repeat / walks);
+            target.live -= held;
+            if (pin && walk.input_pinned_only()) {
+                held_embedding_ = run.input.size;
+                held_embedding_block_ = previous_block_;
+            }
+            forward_scoped_ += static_cast<std::int64_t>(checked_mul(run.repeat / walks, allocator_ ? 1 : times)) *
+                               live_bytes::signed_size(walk.forward_scoped());
+            previous_block_ = walk.output_block();
+            if (allocator_) recorded_.push_back(walk.blocks());
+        }
+        // Past the first layers' stage, the embedding output held for them is freed.
+        if (held_embedding_.count > 0 && st.block && !next_is_block(run)) {
+            allocator_->release(held_embedding_block_);
+            target.live -= live_bytes::signed_size(held_embedding_);
+            held_embedding_ = bytes{};
+            held_embedding_block_ = no_block;
+        }
+    }
+
+    constexpr void backward(running& bwd, bool grads_exist) {
+        const auto allocate = [&](bytes b) {
+            bwd.live += live_bytes::signed_size(b);
+            return allocator_ ? allocator_->allocate(b, tensor_owner::step) : no_block;
+        };
+        bool encoder_grad_allocated = false;
+        block_id output_grad = no_block;
+        for (std::size_t g = plan_.group_count; g-- > 0;) {
+            const run_group& group = plan_.groups[g];
+            const std::uint64_t passes = allocator_ ? group.times : 1;
+            running one_pass{};
+            running& target = group.times > 1 && !allocator_ ? one_pass : bwd;
+            for (std::uint64_t pass = 0; pass < passes; ++pass) {
+                for (std::size_t i = group.first + group.count; i-- > group.first;) {
+                    const layer_run& run = plan_.runs[i];
+                    const stage& st = graph_.stages[run.stage];
+                    if (run.stage + 1 == graph_.stages.size() && i + 1 == plan_.run_count)
+                        output_grad = allocate(plan_.out[run.stage].output.size);  // d(loss)
+                    const bool encoder_grad = reads_encoder(st);
+                    if (encoder_grad && !encoder_grad_allocated) {
+                        // Every cross-attention adds into one gradient of the encoder output.
+                        (void)allocate(plan_.encoder.size);
+                        encoder_grad_allocated = true;
+                    }
+                    output_grad = backward_run(run, target, grads_exist, encoder_grad, output_grad);
+                }
+            }
+            if (&target == &one_pass) bwd.repeat(one_pass.as_walk(), group.times);
+        }
+    }
+
+    constexpr block_id backward_run(const layer_run& run, running& target, bool grads_exist, bool encoder_grad,
+                                    block_id output_grad) {
+        const stage& st = graph_.stages[run.stage];
+        const expansion ex = expanded(run);
+        const stage_handoff out = handoff(ex, st);
+        const std::uint64_t walks = allocator_ ? run.repeat : 1;
+        for (std::uint64_t w = 0; w < walks; ++w) {
+            walk_blocks forward_blocks{};
+            if (allocator_) {
+                forward_blocks = recorded_.back();
+                recorded_.pop_back();
+            }
+            const block_id input_block = forward_blocks.tensor[index_of(input_slot)];
+            stage_walk walk(ex.kernels, out.slot, run.input, plan_.encoder, input_block, input_held(run.stage));
+            live_bytes one{};
+            if (checkpointed(run.stage)) {
+                // Recompute the layer with autograd on, run its backward,
+                // then drop the recomputed output and the checkpoint's input.
+                walk.observe(allocator_);
+                const live_bytes recompute = walk.forward(true, true);
+                const block_id recomputed = walk.output_block();
+                const live_bytes back = walk.backward(grads_exist, encoder_grad, output_grad, reduction(r_, st));
+                one = back;
+                const bool recompute_peaks = recompute.peak > recompute.now + back.peak;
+                one.peak = recompute_peaks ? recompute.peak : recompute.now + back.peak;
+                one.grads_at_peak = recompute_peaks ? 0 : back.grads_at_peak;
+                one.now = recompute.now + back.now - live_bytes::signed_size(out.output.size) -
+                          live_bytes::signed_size(run.input.size);
+                if (allocator_) {
+                    allocator_->release(recomputed);
+                    allocator_->release(input_block);
+                }
+            } else {
+                (void)walk.forward(true, false);  // rebuilds what autograd saved, silently
+                walk.restore(forward_blocks);
+                walk.observe(allocator_);
+                one = walk.backward(grads_exist, encoder_grad, output_grad, reduction(r_, st));
+            }
+            target.repeat(one, run.repeat / walks);
+            output_grad = walk.input_grad_block();
+        }
+        return output_grad;
+    }
+
+    constexpr std::size_t first_block_run() const {
+        for (std::size_t i = 0; i < plan_.run_count; ++i)
+            if (graph_.stages[plan_.runs[i].stage].block) return i;
+        return plan_.run_count;
+    }
+    constexpr bool next_is_block(const layer_run& run) const {
+        const std::size_t i = static_cast<std::size_t>(&run - plan_.runs.data());
+        return i + 1 < plan_.run_count && graph_.stages[plan_.runs[i + 1].stage].block;
+    }
+    constexpr std::uint64_t group_times_of(const layer_run& run) const {
+        const std::size_t i = static_cast<std::size_t>(&run - plan_.runs.data());
+        for (std::size_t g = 0; g < plan_.group_count; ++g)
+            if (i >= plan_.groups[g].first && i < plan_.groups[g].first + plan_.groups[g].count) return plan_.groups[g].times;
+        return 1;
+    }
+
+    const op_graph& graph_;
+    const model_spec& m_;
+    const recipe& r_;
+    const shape& s_;
+    caching_allocator* allocator_;
+    step_plan plan_;
+    std::int64_t forward_scoped_ = 0;
+    block_id previous_block_ = no_block;
+    bytes held_embedding_{};
+    block_id held_embedding_block_ = no_block;
+    std::vector<walk_blocks> recorded_;
+};
+
+constexpr step_peaks walk_step(const op_graph& graph, const model_spec& m, const recipe& r, const shape& s,
+                               std::int64_t base, bool grads_exist, caching_allocator* allocator = nullptr) {
+    return step_walker(graph, m, r, s, allocator).walk(base, grads_exist);
 }
 
 }  // namespace detail
 
-constexpr memory_estimate estimate(const model_spec& model, const recipe& r, const shape& s) {
+constexpr memory_estimate estimate(const model_spec& model, const recipe& r, const shape& asked) {
     validate(r);
-    validate(s, model);
+    validate(asked, model);
+    const shape s = resolve(asked, model);
     const op_graph graph = lower(model);
     detail::check_lora_targets(graph, r);
 

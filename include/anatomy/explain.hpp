@@ -47,33 +47,36 @@ inline memory_snapshot explain(const model_spec& model, const recipe& r, const s
         snap.rows.push_back({std::string(name), "model state", 1, b});
     });
 
+    const shape rs = resolve(s, model);
     const op_graph graph = lower(model);
-    stage_input_info previous{};
-    stage_input_info encoder{};
-    for (const stage& st : graph.stages) {
-        const detail::stage_plan plan = detail::plan_stage(st, model, r, s, previous, encoder);
-        for (std::size_t k = 0; k < plan.run_count; ++k) {
-            const detail::layer_run& run = plan.runs[k];
-            const expansion ex = expand(st, model, r, s, run.input, encoder);
-            detail::stage_walk walk(ex.kernels, detail::handoff(ex, st).slot, run.input, encoder);
+    const detail::step_plan plan = detail::plan_step(graph, model, r, rs);
+    for (std::size_t g = 0; g < plan.group_count; ++g) {
+        const detail::run_group& group = plan.groups[g];
+        for (std::size_t i = group.first; i < group.first + group.count; ++i) {
+            const detail::layer_run& run = plan.runs[i];
+            const stage& st = graph.stages[run.stage];
+            const expansion ex = expand(st, model, r, rs, run.input, plan.encoder);
+            const tensor_slot output = detail::handoff(ex, st).slot;
+            detail::stage_walk walk(ex.kernels, output, run.input, plan.encoder);
             const bool checkpointed = !r.inference && r.grad_checkpointing && st.block;
             (void)walk.forward(!r.inference && !checkpointed, checkpointed);
-            const tensor_slot output = detail::handoff(ex, st).slot;
+            const std::uint64_t layers = run.repeat * group.times;
             std::string where(st.name);
-            if (run.repeat > 1) where += " x" + std::to_string(run.repeat);
-            for (std::size_t i = 0; i < ex.kernels.size(); ++i) {
-                const kernel& kn = ex.kernels[i];
-                const std::string module = st.ops[kn.op].module;
-                bytes kept = walk.alive(i) ? kn.out : bytes{};
+            if (layers > 1) where += " x" + std::to_string(layers);
+            for (std::size_t k = 0; k < ex.kernels.size(); ++k) {
+                const kernel& kn = ex.kernels[k];
+                if (kn.forward_scoped) continue;  // gone when the forward returns
+                const module_path& path = st.ops[kn.op].module;
+                const std::string module = path.scope.empty() ? std::string(path.name)
+                                                              : std::string(path.scope) + "." + std::string(path.name);
+                bytes kept = walk.alive(k) ? kn.out : bytes{};
                 if (!r.inference && !checkpointed) kept += kn.saved_extra + (kn.saves_weight_copy ? kn.weight_copy : bytes{});
                 if (kept.count == 0) continue;
                 // A layer's output is the next layer's input: only the last one is alive here.
-                const bool handed_on = static_cast<tensor_slot>(i) == output && kept == kn.out;
-                snap.rows.push_back({module + ": " + kn.what, where, handed_on ? 1 : run.repeat, kept});
+                const bool handed_on = static_cast<tensor_slot>(k) == output && kept == kn.out;
+                snap.rows.push_back({module + ": " + kn.what, where, handed_on ? 1 : layers, kept});
             }
         }
-        previous = plan.out.output;
-        if (st.encoder_output) encoder = previous;
     }
     const bytes rows_total = [&] {
         bytes sum{};

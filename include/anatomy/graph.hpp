@@ -1,9 +1,14 @@
 // Lowers a model spec to its op graph.
 //
-// A transformer repeats one block, so the graph is a short list of stages,
-// each a list of ops run `repeat` times in a row. This keeps a graph of any
-// depth small enough to build and walk in constant evaluation, and lets a walk
-// cost O(ops per block) instead of O(layers).
+// A transformer repeats its blocks, so the graph is a short list of stages,
+// each a list of ops run `repeat` times in a row. Layers that differ (sliding
+// and full attention) are stages of their own; a pattern that repeats over
+// the depth is one cycle of stages walked `times` times. This keeps a graph of
+// any depth small enough to build and walk in constant evaluation, and lets a
+// walk cost O(ops per block) instead of O(layers).
+//
+// The block is assembled from the model's parts (attention, MLP, norms and
+// their placement, residual style): no family has a branch of its own here.
 #pragma once
 
 #include <anatomy/detail/static_vector.hpp>
@@ -15,25 +20,45 @@
 
 namespace anatomy {
 
+inline constexpr std::size_t max_ops_per_stage = 48;
+inline constexpr std::size_t max_stages = 24;
+
 struct stage {
     std::string_view name;  // HF module path of the stage, e.g. "model.layers"
     std::uint64_t repeat = 1;
-    detail::static_vector<op, 32> ops;
-    bool block = false;          // a transformer layer: the unit gradient checkpointing recomputes
+    detail::static_vector<op, max_ops_per_stage> ops;
+    bool block = false;           // a transformer layer: the unit gradient checkpointing recomputes
     bool encoder_output = false;  // its output feeds every cross-attention, so it lives until their backward
 };
 
+// Stages [first, first + count) run in order, `times` times over (a layer
+// pattern); times == 1 when the graph has no cycle.
+struct layer_cycle {
+    std::size_t first = 0;
+    std::size_t count = 0;
+    std::uint64_t times = 1;
+
+    constexpr bool contains(std::size_t stage_index) const {
+        return times > 1 && stage_index >= first && stage_index < first + count;
+    }
+};
+
 struct op_graph {
-    detail::static_vector<stage, 12> stages;
+    detail::static_vector<stage, max_stages> stages;
+    layer_cycle cycle{};
+
+    // How many times stage i runs in one forward: its repeat, times the cycle's.
+    constexpr std::uint64_t copies(std::size_t i) const {
+        return detail::checked_mul(stages[i].repeat, cycle.contains(i) ? cycle.times : 1);
+    }
 };
 
 namespace detail {
 
-constexpr op make_op(op_kind kind, std::string_view module, rows_of rows, std::uint64_t in_width,
-                     std::uint64_t out_width) {
+constexpr op make_op(op_kind kind, module_path module, rows_of rows, std::uint64_t in_width, std::uint64_t out_width) {
     op o{};
     o.kind = kind;
-    o.module = module.data();  // every module name is a string literal
+    o.module = module;
     o.rows = rows;
     o.in_width = in_width;
     o.out_width = out_width;
@@ -47,14 +72,14 @@ class stage_builder {
 public:
     constexpr explicit stage_builder(stage& target) : stage_(target) {}
 
-    constexpr op_input embedding(std::string_view module, rows_of rows, std::uint64_t entries, std::uint64_t width,
+    constexpr op_input embedding(module_path module, rows_of rows, std::uint64_t entries, std::uint64_t width,
                                  bool tied = false) {
         op o = make_op(op_kind::embedding, module, rows, 1, width);
         o.weight = {entries, width};
         o.tied = tied;
         return add(o);
     }
-    constexpr op_input linear(std::string_view module, rows_of rows, std::uint64_t in, std::uint64_t out, bool bias,
+    constexpr op_input linear(module_path module, rows_of rows, std::uint64_t in, std::uint64_t out, bool bias,
                               op_input x, bool tied = false) {
         op o = make_op(op_kind::linear, module, rows, in, out);
         o.weight = {out, in};
@@ -62,43 +87,77 @@ public:
         o.tied = tied;
         return add(o, {x, no_input, no_input});
     }
-    constexpr op_input norm(std::string_view module, rows_of rows, std::uint64_t width, norm_kind kind, op_input x) {
+    // A norm over `width` features; `per_head` > 0 normalizes each of that
+    // many heads of width / per_head features on its own (q/k norms).
+    constexpr op_input norm(module_path module, rows_of rows, std::uint64_t width, const norm_part& part, op_input x,
+                            std::uint64_t per_head = 0) {
         op o = make_op(op_kind::norm, module, rows, width, width);
-        o.weight = {width, 0};
-        if (kind == norm_kind::layer_norm) o.bias = {width, 0};
+        const std::uint64_t features = per_head == 0 ? width : width / per_head;
+        o.weight = {features, 0};
+        if (part.kind == norm_kind::layer_norm && part.bias) o.bias = {features, 0};
+        o.heads = per_head;
         return add(o, {x, no_input, no_input});
     }
-    constexpr op_input attention(std::string_view module, rows_of rows, const model_spec& m, bool causal,
-                                 rows_of key_rows, op_input q, op_input k, op_input v) {
-        op o = make_op(op_kind::attention, module, rows, m.attention_width(), m.attention_width());
-        o.heads = m.heads;
+    constexpr op_input attention(module_path module, rows_of rows, const model_spec& m, bool causal,
+                                 std::uint64_t window, rows_of key_rows, op_input q, op_input k, op_input v) {
+        op o = make_op(op_kind::attention, module, rows, m.q_width(), m.attention_out_width());
+        o.heads = m.heads();
         o.kv_heads = m.kv_head_count();
         o.head_dim = m.head_width();
+        o.v_head_dim = m.v_head_width();
         o.causal = causal;
+        o.window = window;
         o.key_rows = key_rows;
-        o.dropout = m.attention_dropout;
+        o.dropout = m.attention.dropout;
         return add(o, {q, k, v});
     }
-    constexpr op_input pointwise(op_kind kind, std::string_view module, rows_of rows, std::uint64_t width,
+    constexpr op_input rotary(module_path module, rows_of rows, std::uint64_t heads, const model_spec& m, op_input x) {
+        op o = make_op(op_kind::rotary, module, rows, heads * m.head_width(), heads * m.head_width());
+        o.heads = heads;
+        o.head_dim = m.head_width();
+        return add(o, {x, no_input, no_input});
+    }
+    // A view of features [offset, offset + width) of a fused projection's
+    // output; `heads` > 0 marks q, k or v of a fused qkv.
+    constexpr op_input split(module_path module, rows_of rows, std::uint64_t offset, std::uint64_t width, op_input x,
+                             std::uint64_t heads = 0) {
+        op o = make_op(op_kind::split, module, rows, width, width);
+        o.offset = offset;
+        o.heads = heads;
+        return add(o, {x, no_input, no_input});
+    }
+    // The attention mask a model builds once per forward for layers of one
+    // window (0: causal over the whole sequence).
+    constexpr op_input mask(module_path module, std::uint64_t window) {
+        op o = make_op(op_kind::mask, module, rows_of::source_tokens, 1, 1);
+        o.window = window;
+        return add(o);
+    }
+    constexpr op_input pointwise(op_kind kind, module_path module, rows_of rows, std::uint64_t width,
                                  std::array<op_input, 3> inputs) {
         return add(make_op(kind, module, rows, width, width), inputs);
     }
-    constexpr op_input residual(std::string_view module, rows_of rows, std::uint64_t width, op_input branch,
-                                op_input skip) {
+    constexpr op_input residual(module_path module, rows_of rows, std::uint64_t width, op_input branch, op_input skip) {
         return pointwise(op_kind::residual, module, rows, width, {branch, skip, no_input});
     }
-    constexpr op_input activation(std::string_view module, rows_of rows, std::uint64_t width, anatomy::activation act,
+    constexpr op_input activation(module_path module, rows_of rows, std::uint64_t width, anatomy::activation act,
                                   op_input x) {
         const op_input i = pointwise(op_kind::activation, module, rows, width, {x, no_input, no_input});
-        stage_.ops[static_cast<std::size_t>(i)].act = act;
+        at(i).act = act;
         return i;
     }
-    constexpr op_input dropout(std::string_view module, rows_of rows, std::uint64_t width, double p, op_input x) {
+    constexpr op_input dropout(module_path module, rows_of rows, std::uint64_t width, double p, op_input x) {
+        if (p <= 0.0) return x;  // nn.Dropout(0) returns its input
         const op_input i = pointwise(op_kind::dropout, module, rows, width, {x, no_input, no_input});
-        stage_.ops[static_cast<std::size_t>(i)].dropout = p;
+        at(i).dropout = p;
         return i;
     }
-    constexpr op_input position_bias(std::string_view module, std::uint64_t buckets, std::uint64_t heads, bool causal,
+    constexpr op_input softcap(module_path module, rows_of rows, std::uint64_t width, double cap, op_input x) {
+        const op_input i = pointwise(op_kind::softcap, module, rows, width, {x, no_input, no_input});
+        at(i).factor = cap;
+        return i;
+    }
+    constexpr op_input position_bias(module_path module, std::uint64_t buckets, std::uint64_t heads, bool causal,
                                      rows_of rows) {
         op o = make_op(op_kind::position_bias, module, rows, 1, heads);
         o.weight = {buckets, heads};
@@ -106,15 +165,42 @@ public:
         o.causal = causal;
         return add(o);
     }
-    constexpr void mark_weight_shared_later(op_input i) { stage_.ops[static_cast<std::size_t>(i)].weight_shared_later = true; }
-    constexpr op_input pool(std::string_view module, std::uint64_t width, op_input x) {
+    constexpr op_input alibi(module_path module, std::uint64_t heads) {
+        op o = make_op(op_kind::alibi, module, rows_of::source_tokens, 1, heads);
+        o.heads = heads;
+        return add(o);
+    }
+    // ViT: Conv2d(channels, hidden, patch, stride=patch) over the pixels.
+    constexpr op_input patch_embed(module_path module, const embedding_part& e, std::uint64_t hidden) {
+        op o = make_op(op_kind::patch_embed, module, rows_of::source_tokens, e.channels * e.patch_size * e.patch_size,
+                       hidden);
+        o.weight = {hidden, e.channels * e.patch_size * e.patch_size};
+        o.bias = {hidden, 0};
+        return add(o);
+    }
+    constexpr op_input cls_concat(module_path module, std::uint64_t hidden, op_input patches) {
+        op o = make_op(op_kind::cls_concat, module, rows_of::source_tokens, hidden, hidden);
+        o.weight = {hidden, 0};  // cls_token [1, 1, hidden]
+        return add(o, {patches, no_input, no_input});
+    }
+    constexpr op_input position_add(module_path module, std::uint64_t positions, std::uint64_t hidden, op_input x) {
+        op o = make_op(op_kind::position_add, module, rows_of::source_tokens, hidden, hidden);
+        o.weight = {positions, hidden};
+        return add(o, {x, no_input, no_input});
+    }
+    constexpr void mark_weight_shared_later(op_input i) { at(i).weight_shared_later = true; }
+    constexpr op_input pool(module_path module, std::uint64_t width, op_input x) {
         return pointwise(op_kind::pool, module, rows_of::sequences, width, {x, no_input, no_input});
     }
+    constexpr op_input mean_pool(module_path module, std::uint64_t width, op_input x) {
+        return pointwise(op_kind::mean_pool, module, rows_of::sequences, width, {x, no_input, no_input});
+    }
     constexpr op_input loss(rows_of rows, std::uint64_t classes, op_input logits) {
-        return pointwise(op_kind::loss, "loss", rows, classes, {logits, no_input, no_input});
+        return pointwise(op_kind::loss, {"", "loss"}, rows, classes, {logits, no_input, no_input});
     }
 
 private:
+    constexpr op& at(op_input i) { return stage_.ops[static_cast<std::size_t>(i)]; }
     constexpr op_input add(op o, std::array<op_input, 3> inputs = {no_input, no_input, no_input}) {
         o.inputs = inputs;
         stage_.ops.push_back(o);
@@ -134,207 +220,365 @@ public:
         graph_.stages.push_back(stage{.name = name, .repeat = layers, .ops = {}, .block = true});
         return stage_builder(graph_.stages.back());
     }
+    constexpr std::size_t size() const { return graph_.stages.size(); }
+    constexpr void set_cycle(layer_cycle c) { graph_.cycle = c; }
     constexpr void mark_encoder_output() { graph_.stages.back().encoder_output = true; }
-    // A tied LM head reuses the input embedding table, the first op of the
-    // first stage; that table's gradient then arrives last and is added to the head's.
-    constexpr void tie_first_embedding() { graph_.stages[0].ops[0].weight_shared_later = true; }
+    // A tied LM head reuses the input embedding table, the first embedding of
+    // the first stage; that table's gradient then arrives last and is added to the head's.
+    constexpr void tie_first_embedding() {
+        for (op& o : graph_.stages[0].ops) {
+            if (o.kind != op_kind::embedding) continue;
+            o.weight_shared_later = true;
+            return;
+        }
+    }
     constexpr op_graph result() const { return graph_; }
 
 private:
     op_graph graph_{};
 };
 
-// Seq-cls heads of decoders: a bias-free `score` over every token, then the
-// last token of each sequence is picked (transformers' *ForSequenceClassification).
-constexpr void decoder_classifier(stage_builder head, const model_spec& m, op_input hidden) {
-    const op_input logits = head.linear("score", rows_of::source_tokens, m.hidden, m.num_labels, false, hidden);
-    head.loss(rows_of::sequences, m.num_labels, head.pool("pooled_logits", m.num_labels, logits));
+constexpr module_path in(std::string_view scope, std::string_view name) { return {scope, name}; }
+
+// ---- parts -------------------------------------------------------------------
+
+// Self-attention from the normed input `x`: projections, q/k norms, rotary,
+// the attention call and the output projection.
+constexpr op_input self_attention(stage_builder& l, const model_spec& m, std::uint64_t window, op_input x) {
+    constexpr auto tok = rows_of::source_tokens;
+    const module_names& n = m.names;
+    const attention_part& a = m.attention;
+    const std::uint64_t qw = m.q_width();
+    const std::uint64_t kw = m.kv_width();
+    const std::uint64_t vw = m.v_width();
+    op_input q = no_input, k = no_input, v = no_input;
+    if (a.layout == qkv_layout::fused) {
+        const op_input qkv = l.linear(in(n.attention, n.qkv), tok, m.hidden, qw + kw + vw, a.qkv_bias, x);
+        q = l.split(in(n.attention, "q"), tok, 0, qw, qkv, m.heads());
+        k = l.split(in(n.attention, "k"), tok, qw, kw, qkv, m.kv_head_count());
+        v = l.split(in(n.attention, "v"), tok, qw + kw, vw, qkv, m.kv_head_count());
+    } else {
+        q = l.linear(in(n.attention, n.q), tok, m.hidden, qw, a.qkv_bias, x);
+        k = l.linear(in(n.attention, n.k), tok, m.hidden, kw, a.qkv_bias, x);
+        v = l.linear(in(n.attention, n.v), tok, m.hidden, vw, a.qkv_bias, x);
+    }
+    if (a.qk_norm != qk_norm_kind::none) {
+        const bool per_head = a.qk_norm == qk_norm_kind::per_head;
+        q = l.norm(in(n.attention, n.q_norm), tok, qw, m.norm, q, per_head ? m.heads() : 0);
+        k = l.norm(in(n.attention, n.k_norm), tok, kw, m.norm, k, per_head ? m.kv_head_count() : 0);
+    }
+    if (a.positions == position_kind::rotary) {
+        q = l.rotary(in(n.attention, "rotary_q"), tok, m.heads(), m, q);
+        k = l.rotary(in(n.attention, "rotary_k"), tok, m.kv_head_count(), m, k);
+    }
+    const bool causal = m.stack == stack_kind::decoder;
+    const op_input ctx = l.attention(in(n.attention, "attention"), tok, m, causal, window, tok, q, k, v);
+    return l.linear(in(n.attention, n.o), tok, m.attention_out_width(), m.hidden, a.out_bias, ctx);
 }
 
-constexpr void lower_bert_like(graph_builder& g, const model_spec& m) {
+constexpr op_input mlp(stage_builder& l, const model_spec& m, op_input x) {
     constexpr auto tok = rows_of::source_tokens;
-    constexpr auto seqs = rows_of::sequences;
-    const bool distil = m.arch == architecture::distilbert;
-    const std::uint64_t h = m.hidden;
-    const std::uint64_t a = m.attention_width();
-    {
-        auto e = g.add(distil ? "distilbert.embeddings" : "embeddings");
-        op_input sum = e.embedding("word_embeddings", tok, m.vocab, h);
-        if (m.token_types > 0)
-            sum = e.residual("embeddings_sum", tok, h, sum, e.embedding("token_type_embeddings", tok, m.token_types, h));
-        sum = e.residual("embeddings_sum", tok, h, sum, e.embedding("position_embeddings", tok, m.max_positions, h));
-        e.dropout("dropout", tok, h, m.hidden_dropout, e.norm("LayerNorm", tok, h, m.norm, sum));
+    const module_names& n = m.names;
+    const mlp_part& p = m.mlp;
+    const std::uint64_t f = p.hidden;
+    op_input hidden = no_input;
+    if (p.kind == mlp_kind::gated) {
+        op_input gate = no_input, up = no_input;
+        if (p.fused_gate_up) {
+            const op_input both = l.linear(in(n.mlp, n.gate_up), tok, m.hidden, 2 * f, p.bias, x);
+            gate = l.split(in(n.mlp, "gate"), tok, 0, f, both);
+            up = l.split(in(n.mlp, "up"), tok, f, f, both);
+        } else {
+            gate = l.linear(in(n.mlp, n.gate), tok, m.hidden, f, p.bias, x);
+        }
+        const op_input act = l.activation(in(n.mlp, "act"), tok, f, p.act, gate);
+        if (!p.fused_gate_up) up = l.linear(in(n.mlp, n.up), tok, m.hidden, f, p.bias, x);
+        hidden = l.pointwise(op_kind::gate, in(n.mlp, "gate_mul"), tok, f, {act, up, no_input});
+    } else {
+        hidden = l.activation(in(n.mlp, "act"), tok, f, p.act, l.linear(in(n.mlp, n.up), tok, m.hidden, f, p.bias, x));
     }
-    if (distil) {
-        auto l = g.add_block("distilbert.transformer.layer", m.layers);
-        const op_input q = l.linear("attention.q_lin", tok, h, a, m.qkv_bias, stage_input);
-        const op_input k = l.linear("attention.k_lin", tok, h, a, m.qkv_bias, stage_input);
-        const op_input v = l.linear("attention.v_lin", tok, h, a, m.qkv_bias, stage_input);
-        const op_input ctx = l.attention("attention", tok, m, false, tok, q, k, v);
-        const op_input out = l.linear("attention.out_lin", tok, a, h, m.attn_out_bias, ctx);
-        const op_input sa = l.norm("sa_layer_norm", tok, h, m.norm, l.residual("attention_residual", tok, h, out, stage_input));
-        const op_input up = l.linear("ffn.lin1", tok, h, m.ffn_hidden, m.mlp_bias, sa);
-        const op_input act = l.activation("ffn.activation", tok, m.ffn_hidden, m.act, up);
-        const op_input down = l.linear("ffn.lin2", tok, m.ffn_hidden, h, m.mlp_bias, act);
-        const op_input drop = l.dropout("ffn.dropout", tok, h, m.hidden_dropout, down);
-        l.norm("output_layer_norm", tok, h, m.norm, l.residual("ffn_residual", tok, h, drop, sa));
+    hidden = l.dropout(in(n.mlp, "dropout"), tok, f, p.dropout, hidden);
+    return l.linear(in(n.mlp, n.down), tok, f, m.hidden, p.bias, hidden);
+}
 
-        auto head = g.add("head");
-        op_input x = head.pool("first_token", h, stage_input);
-        x = head.linear("pre_classifier", seqs, h, h, true, x);
-        x = head.activation("pre_classifier_activation", seqs, h, activation::relu, x);
-        x = head.dropout("dropout", seqs, h, 0.2, x);  // DistilBertConfig.seq_classif_dropout
-        head.loss(seqs, m.num_labels, head.linear("classifier", seqs, h, m.num_labels, true, x));
+// One layer of an encoder or decoder stack, its parts arranged as
+// block_part says.
+constexpr void layer(stage_builder l, const model_spec& m, std::uint64_t window, bool attention_norm) {
+    constexpr auto tok = rows_of::source_tokens;
+    const module_names& n = m.names;
+    const block_part& b = m.block;
+    const std::uint64_t h = m.hidden;
+    const double attn_drop = b.attention_branch_dropout ? b.dropout : 0.0;
+    auto norm = [&](std::string_view name, op_input x) { return l.norm(in("", name), tok, h, m.norm, x); };
+    if (b.residual == residual_kind::parallel) {
+        const op_input n1 = norm(n.attention_norm, stage_input);
+        const op_input n2 = b.shared_parallel_norm ? n1 : norm(n.mlp_norm, stage_input);
+        const op_input a = l.dropout(in(n.attention, "resid_dropout"), tok, h, attn_drop, self_attention(l, m, window, n1));
+        const op_input f = l.dropout(in(n.mlp, "dropout"), tok, h, b.dropout, mlp(l, m, n2));
+        // Falcon: mlp_output += attention_output (in place), then the residual.
+        const op_input both = b.parallel_add_in_place ? f : l.residual(in("", "branch_sum"), tok, h, a, f);
+        l.residual(in("", "residual"), tok, h, both, stage_input);
         return;
     }
-    auto l = g.add_block(m.arch == architecture::roberta ? "roberta.encoder.layer" : "bert.encoder.layer", m.layers);
-    const op_input q = l.linear("attention.self.query", tok, h, a, m.qkv_bias, stage_input);
-    const op_input k = l.linear("attention.self.key", tok, h, a, m.qkv_bias, stage_input);
-    const op_input v = l.linear("attention.self.value", tok, h, a, m.qkv_bias, stage_input);
-    const op_input ctx = l.attention("attention.self", tok, m, false, tok, q, k, v);
-    op_input x = l.linear("attention.output.dense", tok, a, h, m.attn_out_bias, ctx);
-    x = l.dropout("attention.output.dropout", tok, h, m.hidden_dropout, x);
-    const op_input attn =
-        l.norm("attention.output.LayerNorm", tok, h, m.norm, l.residual("attention.output.residual", tok, h, x, stage_input));
-    x = l.linear("intermediate.dense", tok, h, m.ffn_hidden, m.mlp_bias, attn);
-    x = l.activation("intermediate.intermediate_act_fn", tok, m.ffn_hidden, m.act, x);
-    x = l.linear("output.dense", tok, m.ffn_hidden, h, m.mlp_bias, x);
-    x = l.dropout("output.dropout", tok, h, m.hidden_dropout, x);
-    l.norm("output.LayerNorm", tok, h, m.norm, l.residual("output.residual", tok, h, x, attn));
+    switch (b.placement) {
+        case norm_placement::pre:
+        case norm_placement::sandwich: {
+            const op_input x0 = attention_norm ? norm(n.attention_norm, stage_input) : stage_input;
+            op_input a = self_attention(l, m, window, x0);
+            if (b.placement == norm_placement::sandwich) a = norm(n.attention_out_norm, a);
+            a = l.dropout(in(n.attention, "resid_dropout"), tok, h, attn_drop, a);
+            const op_input mid = l.residual(in("", "attention_residual"), tok, h, a, stage_input);
+            op_input f = mlp(l, m, norm(n.mlp_norm, mid));
+            if (b.placement == norm_placement::sandwich) f = norm(n.mlp_out_norm, f);
+            f = l.dropout(in(n.mlp, "dropout"), tok, h, b.dropout, f);
+            l.residual(in("", "mlp_residual"), tok, h, f, mid);
+            return;
+        }
+        case norm_placement::post_sublayer: {
+            const op_input a = norm(n.attention_out_norm, self_attention(l, m, window, stage_input));
+            const op_input mid = l.residual(in("", "attention_residual"), tok, h, a, stage_input);
+            const op_input f = norm(n.mlp_out_norm, mlp(l, m, mid));
+            l.residual(in("", "mlp_residual"), tok, h, f, mid);
+            return;
+        }
+        case norm_placement::post_residual: {
+            const op_input a = l.dropout(in(n.attention, "output_dropout"), tok, h, attn_drop,
+                                         self_attention(l, m, window, stage_input));
+            const op_input mid = norm(n.attention_out_norm, l.residual(in("", "attention_residual"), tok, h, a, stage_input));
+            const op_input f = l.dropout(in(n.mlp, "dropout"), tok, h, b.dropout, mlp(l, m, mid));
+            norm(n.mlp_out_norm, l.residual(in("", "mlp_residual"), tok, h, f, mid));
+            return;
+        }
+    }
+}
 
-    auto head = g.add("head");
-    x = head.pool("first_token", h, stage_input);
-    if (m.arch == architecture::roberta) {
-        x = head.dropout("classifier.dropout", seqs, h, m.hidden_dropout, x);
-        x = head.linear("classifier.dense", seqs, h, h, true, x);
-        x = head.activation("classifier.tanh", seqs, h, activation::tanh, x);
-        x = head.dropout("classifier.dropout", seqs, h, m.hidden_dropout, x);
-        x = head.linear("classifier.out_proj", seqs, h, m.num_labels, true, x);
+constexpr void embeddings(stage_builder e, const model_spec& m) {
+    constexpr auto tok = rows_of::source_tokens;
+    const module_names& n = m.names;
+    const embedding_part& p = m.embedding;
+    const std::uint64_t h = m.hidden;
+    // What the model builds once per forward for every layer comes first, so
+    // that the stage's last op is its hidden states: BLOOM's ALiBi, and a
+    // decoder's causal masks, one per window of its layers.
+    if (m.attention.positions == position_kind::alibi) e.alibi(in("", "alibi"), m.heads());
+    if (m.stack == stack_kind::decoder) {
+        std::array<std::uint64_t, 8> seen{};
+        std::size_t count = 0;
+        for (std::uint64_t i = 0; i < m.pattern.length; ++i) {
+            const std::uint64_t window = m.pattern.windows[i];
+            bool known = false;
+            for (std::size_t j = 0; j < count; ++j) known = known || seen[j] == window;
+            if (known) continue;
+            seen[count++] = window;
+            e.mask(in("", window == 0 ? "causal_mask" : "sliding_window_mask"), window);
+        }
+    }
+    op_input x = no_input;
+    if (p.patches()) {
+        x = e.patch_embed(in("patch_embeddings", "projection"), p, h);
+        x = e.cls_concat(in("", "cls_token"), h, x);
+        x = e.position_add(in("", "position_embeddings"), p.patch_count() + 1, h, x);
     } else {
-        x = head.linear("bert.pooler.dense", seqs, h, h, true, x);
-        x = head.activation("bert.pooler.activation", seqs, h, activation::tanh, x);
-        x = head.dropout("dropout", seqs, h, m.hidden_dropout, x);
-        x = head.linear("classifier", seqs, h, m.num_labels, true, x);
+        const std::uint64_t width = p.projection == 0 ? h : p.projection;
+        x = e.embedding(in("", n.token_table), tok, p.vocab, width);
+        if (p.projection != 0) x = e.linear(in("", "project_in"), tok, width, h, false, x);
+        if (p.token_types > 0)
+            x = e.residual(in("", "embeddings_sum"), tok, h, x,
+                           e.embedding(in("", n.token_type_table), tok, p.token_types, h));
+        if (p.positions > 0)
+            x = e.residual(in("", "embeddings_sum"), tok, h, x, e.embedding(in("", n.position_table), tok, p.positions, h));
+        if (p.scaled) x = e.pointwise(op_kind::scale, in("", "normalizer"), tok, h, {x, no_input, no_input});
     }
-    head.loss(seqs, m.num_labels, x);
+    if (p.norm) x = e.norm(in("", n.embedding_norm), tok, h, m.norm, x);
+    e.dropout(in("", "dropout"), tok, h, p.dropout, x);
 }
 
-constexpr void lower_gpt2(graph_builder& g, const model_spec& m) {
-    constexpr auto tok = rows_of::source_tokens;
-    const std::uint64_t h = m.hidden;
-    const std::uint64_t a = m.attention_width();
-    {
-        auto e = g.add("transformer");
-        const op_input sum = e.residual("embeddings_sum", tok, h, e.embedding("wte", tok, m.vocab, h),
-                                        e.embedding("wpe", tok, m.max_positions, h));
-        e.dropout("drop", tok, h, m.hidden_dropout, sum);
+// The layers: a stage per run of identical layers, and the pattern's cycle.
+constexpr void layer_stages(graph_builder& g, const model_spec& m) {
+    std::uint64_t first = 0;
+    if (!m.block.first_layer_attention_norm) {
+        layer(g.add_block(m.names.layers, 1), m, m.pattern.window_of(0), false);
+        first = 1;
     }
-    {
-        auto l = g.add_block("transformer.h", m.layers);
-        const op_input qkv = l.linear("attn.c_attn", tok, h, 3 * a, true, l.norm("ln_1", tok, h, m.norm, stage_input));
-        // q, k and v are views of the one c_attn output.
-        const op_input ctx = l.attention("attn", tok, m, true, tok, qkv, qkv, qkv);
-        op_input x = l.linear("attn.c_proj", tok, a, h, true, ctx);
-        x = l.dropout("attn.resid_dropout", tok, h, m.hidden_dropout, x);
-        const op_input mid = l.residual("attention_residual", tok, h, x, stage_input);
-        x = l.linear("mlp.c_fc", tok, h, m.ffn_hidden, true, l.norm("ln_2", tok, h, m.norm, mid));
-        x = l.activation("mlp.act", tok, m.ffn_hidden, m.act, x);
-        x = l.linear("mlp.c_proj", tok, m.ffn_hidden, h, true, x);
-        x = l.dropout("mlp.dropout", tok, h, m.hidden_dropout, x);
-        l.residual("mlp_residual", tok, h, x, mid);
+    const std::uint64_t count = m.layers - first;
+    if (count == 0) return;
+    const std::uint64_t period = m.pattern.uniform() ? 1 : m.pattern.length;
+    // Appends stages for `n` layers from layer `from` on, one per run of equal windows.
+    auto runs = [&](std::uint64_t from, std::uint64_t n) {
+        std::uint64_t i = 0;
+        while (i < n) {
+            const std::uint64_t window = m.pattern.window_of(from + i);
+            std::uint64_t same = 1;
+            while (i + same < n && m.pattern.window_of(from + i + same) == window) ++same;
+            layer(g.add_block(m.names.layers, same), m, window, true);
+            i += same;
+        }
+    };
+    const std::uint64_t times = count / period;
+    if (period == 1 || times < 2) {
+        runs(first, count);
+        return;
     }
-    // The final norm runs inside GPT2Model; the head gets its output.
-    g.add("transformer").norm("ln_f", tok, h, m.norm, stage_input);
-    auto head = g.add("head");
-    if (m.head == task::seq_cls) return decoder_classifier(head, m, stage_input);
-    head.loss(tok, m.vocab, head.linear("lm_head", tok, h, m.vocab, false, stage_input, m.tie_embeddings));
-    if (m.tie_embeddings) g.tie_first_embedding();
+    const std::size_t cycle_first = g.size();
+    runs(first, period);
+    g.set_cycle({cycle_first, g.size() - cycle_first, times});
+    runs(first + times * period, count % period);
 }
 
-constexpr void lower_llama_like(graph_builder& g, const model_spec& m) {
+constexpr void lm_head(graph_builder& g, stage_builder head, const model_spec& m, op_input x, std::uint64_t width) {
+    constexpr auto tok = rows_of::source_tokens;
+    const head_part& hp = m.head;
+    op_input logits = head.linear(in("", m.names.lm_head), tok, width, m.embedding.vocab, hp.lm_head_bias, x, hp.tied);
+    if (hp.logit_softcap > 0.0) logits = head.softcap(in("", "final_logit_softcapping"), tok, m.embedding.vocab,
+                                                      hp.logit_softcap, logits);
+    head.loss(tok, m.embedding.vocab, logits);
+    if (hp.tied) g.tie_first_embedding();
+}
+
+// `width`: features of the last hidden states (OPT's word_embed_proj_dim after project_out).
+constexpr void classifier(stage_builder head, const model_spec& m, op_input x, std::uint64_t width) {
+    constexpr auto tok = rows_of::source_tokens;
+    constexpr auto seqs = rows_of::sequences;
+    const head_part& hp = m.head;
+    const std::uint64_t h = m.hidden;
+    const std::uint64_t labels = hp.num_labels;
+    const double drop = hp.classifier_dropout;
+    switch (hp.classifier) {
+        case classifier_kind::last_token_score: {
+            const op_input logits = head.linear(in("", "score"), tok, width, labels, false, x);
+            head.loss(seqs, labels, head.pool(in("", "pooled_logits"), labels, logits));
+            return;
+        }
+        case classifier_kind::pooler_tanh:
+            x = head.pool(in("", "first_token"), h, x);
+            x = head.linear(in("pooler", "dense"), seqs, h, h, true, x);
+            x = head.activation(in("pooler", "activation"), seqs, h, activation::tanh, x);
+            x = head.dropout(in("", "dropout"), seqs, h, drop, x);
+            break;
+        case classifier_kind::dense_tanh:
+            x = head.pool(in("", "first_token"), h, x);
+            x = head.dropout(in("classifier", "dropout"), seqs, h, drop, x);
+            x = head.linear(in("classifier", "dense"), seqs, h, h, true, x);
+            x = head.activation(in("classifier", "tanh"), seqs, h, activation::tanh, x);
+            x = head.dropout(in("classifier", "dropout"), seqs, h, drop, x);
+            head.loss(seqs, labels, head.linear(in("classifier", "out_proj"), seqs, h, labels, true, x));
+            return;
+        case classifier_kind::pre_classifier_relu:
+            x = head.pool(in("", "first_token"), h, x);
+            x = head.linear(in("", "pre_classifier"), seqs, h, h, true, x);
+            x = head.activation(in("", "pre_classifier_activation"), seqs, h, activation::relu, x);
+            x = head.dropout(in("", "dropout"), seqs, h, drop, x);
+            break;
+        case classifier_kind::mean_pool_head:
+            x = head.mean_pool(in("", "mean_pool"), h, x);
+            x = head.linear(in("head", "dense"), seqs, h, h, hp.transform_bias, x);
+            x = head.activation(in("head", "act"), seqs, h, m.mlp.act, x);
+            x = head.norm(in("head", "norm"), seqs, h, m.norm, x);
+            x = head.dropout(in("", "drop"), seqs, h, drop, x);
+            break;
+        case classifier_kind::first_token:
+            x = head.pool(in("", "first_token"), h, x);
+            break;
+    }
+    head.loss(seqs, labels, head.linear(in("", "classifier"), seqs, h, labels, true, x));
+}
+
+// BERT-style masked-LM head: transform (dense, activation, norm), then the
+// decoder tied to the token table, with a bias.
+constexpr void masked_lm_head(graph_builder& g, stage_builder head, const model_spec& m, op_input x) {
     constexpr auto tok = rows_of::source_tokens;
     const std::uint64_t h = m.hidden;
-    g.add("model").embedding("embed_tokens", tok, m.vocab, h);
-    {
-        auto l = g.add_block("model.layers", m.layers);
-        const op_input n1 = l.norm("input_layernorm", tok, h, m.norm, stage_input);
-        const op_input q = l.linear("self_attn.q_proj", tok, h, m.attention_width(), m.qkv_bias, n1);
-        const op_input k = l.linear("self_attn.k_proj", tok, h, m.kv_width(), m.qkv_bias, n1);
-        const op_input v = l.linear("self_attn.v_proj", tok, h, m.kv_width(), m.qkv_bias, n1);
-        const op_input q_rot = l.pointwise(op_kind::rotary, "self_attn.rotary_q", tok, m.attention_width(), {q, no_input, no_input});
-        const op_input k_rot = l.pointwise(op_kind::rotary, "self_attn.rotary_k", tok, m.kv_width(), {k, no_input, no_input});
-        const op_input ctx = l.attention("self_attn", tok, m, true, tok, q_rot, k_rot, v);
-        const op_input o = l.linear("self_attn.o_proj", tok, m.attention_width(), h, m.attn_out_bias, ctx);
-        const op_input mid = l.residual("attention_residual", tok, h, o, stage_input);
-        const op_input n2 = l.norm("post_attention_layernorm", tok, h, m.norm, mid);
-        const op_input gate = l.linear("mlp.gate_proj", tok, h, m.ffn_hidden, m.mlp_bias, n2);
-        const op_input act = l.activation("mlp.act_fn", tok, m.ffn_hidden, m.act, gate);
-        const op_input up = l.linear("mlp.up_proj", tok, h, m.ffn_hidden, m.mlp_bias, n2);
-        const op_input prod = l.pointwise(op_kind::gate, "mlp.gate", tok, m.ffn_hidden, {act, up, no_input});
-        const op_input down = l.linear("mlp.down_proj", tok, m.ffn_hidden, h, m.mlp_bias, prod);
-        l.residual("mlp_residual", tok, h, down, mid);
-    }
-    g.add("model").norm("norm", tok, h, m.norm, stage_input);
-    auto head = g.add("head");
-    if (m.head == task::seq_cls) return decoder_classifier(head, m, stage_input);
-    head.loss(tok, m.vocab, head.linear("lm_head", tok, h, m.vocab, false, stage_input, m.tie_embeddings));
-    if (m.tie_embeddings) g.tie_first_embedding();
+    x = head.linear(in("transform", "dense"), tok, h, h, m.head.transform_bias, x);
+    x = head.activation(in("transform", "act"), tok, h, m.mlp.act, x);
+    x = head.norm(in("transform", "norm"), tok, h, m.norm, x);
+    head.loss(tok, m.embedding.vocab,
+              head.linear(in("", "decoder"), tok, h, m.embedding.vocab, m.head.decoder_bias, x, m.head.tied));
+    if (m.head.tied) g.tie_first_embedding();
 }
+
+constexpr void lower_stack(graph_builder& g, const model_spec& m) {
+    constexpr auto tok = rows_of::source_tokens;
+    const std::uint64_t h = m.hidden;
+    embeddings(g.add(m.names.embeddings), m);
+    layer_stages(g, m);
+    op_input x = stage_input;
+    std::uint64_t width = h;
+    const bool final_stage = m.block.final_norm || m.embedding.projection != 0;
+    if (final_stage) {
+        auto f = g.add(m.names.final_stage);
+        if (m.block.final_norm) x = f.norm(in("", m.names.final_norm), tok, h, m.norm, x);
+        if (m.embedding.projection != 0) {
+            width = m.embedding.projection;
+            x = f.linear(in("", "project_out"), tok, h, width, false, x);
+        }
+        x = stage_input;
+    }
+    auto head = g.add("head");
+    switch (m.head.kind) {
+        case task::causal_lm: lm_head(g, head, m, x, width); return;
+        case task::masked_lm: masked_lm_head(g, head, m, x); return;
+        case task::seq_cls:
+        case task::image_cls: classifier(head, m, x, width); return;
+        case task::seq2seq: break;
+    }
+    throw error("anatomy::lower: an encoder or decoder stack has no seq2seq head");
+}
+
+// ---- T5: an encoder and a decoder with cross-attention -----------------------
 
 // One T5 feed-forward sublayer (`layer.N`), plain or gated.
 constexpr op_input t5_feed_forward(stage_builder l, const model_spec& m, rows_of rows, std::string_view norm_module,
                                    op_input x) {
     const std::uint64_t d = m.hidden;
-    const op_input n = l.norm(norm_module, rows, d, m.norm, x);
+    const std::uint64_t f = m.mlp.hidden;
+    constexpr std::string_view dense = "DenseReluDense";
+    const op_input n = l.norm(in("", norm_module), rows, d, m.norm, x);
     op_input hidden = no_input;
-    if (m.ffn == ffn_kind::gated) {
-        const op_input act = l.activation("DenseReluDense.act", rows, m.ffn_hidden, m.act,
-                                          l.linear("DenseReluDense.wi_0", rows, d, m.ffn_hidden, false, n));
-        const op_input lin = l.linear("DenseReluDense.wi_1", rows, d, m.ffn_hidden, false, n);
-        hidden = l.pointwise(op_kind::gate, "DenseReluDense.gate", rows, m.ffn_hidden, {act, lin, no_input});
+    if (m.mlp.kind == mlp_kind::gated) {
+        const op_input act = l.activation(in(dense, "act"), rows, f, m.mlp.act, l.linear(in(dense, "wi_0"), rows, d, f, false, n));
+        const op_input lin = l.linear(in(dense, "wi_1"), rows, d, f, false, n);
+        hidden = l.pointwise(op_kind::gate, in(dense, "gate"), rows, f, {act, lin, no_input});
     } else {
-        hidden = l.activation("DenseReluDense.act", rows, m.ffn_hidden, m.act,
-                              l.linear("DenseReluDense.wi", rows, d, m.ffn_hidden, false, n));
+        hidden = l.activation(in(dense, "act"), rows, f, m.mlp.act, l.linear(in(dense, "wi"), rows, d, f, false, n));
     }
-    hidden = l.dropout("DenseReluDense.dropout", rows, m.ffn_hidden, m.hidden_dropout, hidden);
-    const op_input out = l.linear("DenseReluDense.wo", rows, m.ffn_hidden, d, false, hidden);
-    return l.residual("ff_residual", rows, d, l.dropout("ff_dropout", rows, d, m.hidden_dropout, out), x);
+    hidden = l.dropout(in(dense, "dropout"), rows, f, m.mlp.dropout, hidden);
+    const op_input out = l.linear(in(dense, "wo"), rows, f, d, false, hidden);
+    return l.residual(in("", "ff_residual"), rows, d, l.dropout(in("", "ff_dropout"), rows, d, m.block.dropout, out), x);
 }
 
 struct t5_attention_names {
-    std::string_view norm, q, k, v, core, o;
+    std::string_view norm, scope;
 };
 
 // One T5 attention sublayer: pre-norm, attention, dropout, residual. Keys and
-// values come from `kv_source` (the normed input, or the encoder's output).
+// values come from the normed input, or from the encoder's output.
 constexpr op_input t5_attention(stage_builder l, const model_spec& m, rows_of rows, rows_of key_rows, bool causal,
                                 t5_attention_names names, op_input x, bool cross) {
     const std::uint64_t d = m.hidden;
-    const std::uint64_t a = m.attention_width();
-    const op_input n = l.norm(names.norm, rows, d, m.norm, x);
+    const std::uint64_t a = m.q_width();
+    const op_input n = l.norm(in("", names.norm), rows, d, m.norm, x);
     const op_input kv_source = cross ? encoder_output : n;
-    const op_input q = l.linear(names.q, rows, d, a, false, n);
-    const op_input k = l.linear(names.k, key_rows, d, a, false, kv_source);
-    const op_input v = l.linear(names.v, key_rows, d, a, false, kv_source);
-    const op_input o = l.linear(names.o, rows, a, d, false, l.attention(names.core, rows, m, causal, key_rows, q, k, v));
-    return l.residual("attention_residual", rows, d, l.dropout("attention_dropout", rows, d, m.hidden_dropout, o), x);
+    const op_input q = l.linear(in(names.scope, "q"), rows, d, a, false, n);
+    const op_input k = l.linear(in(names.scope, "k"), key_rows, d, a, false, kv_source);
+    const op_input v = l.linear(in(names.scope, "v"), key_rows, d, a, false, kv_source);
+    const op_input ctx = l.attention(in(names.scope, "attention"), rows, m, causal, 0, key_rows, q, k, v);
+    const op_input o = l.linear(in(names.scope, "o"), rows, a, d, false, ctx);
+    return l.residual(in("", "attention_residual"), rows, d, l.dropout(in("", "attention_dropout"), rows, d, m.block.dropout, o), x);
 }
 
 constexpr void lower_t5(graph_builder& g, const model_spec& m) {
     constexpr auto src = rows_of::source_tokens;
     constexpr auto tgt = rows_of::target_tokens;
     const std::uint64_t d = m.hidden;
-    constexpr std::string_view bias_module = "block.0.layer.0.SelfAttention.relative_attention_bias";
-    constexpr t5_attention_names self{"layer.0.layer_norm", "layer.0.SelfAttention.q", "layer.0.SelfAttention.k",
-                                      "layer.0.SelfAttention.v", "layer.0.SelfAttention", "layer.0.SelfAttention.o"};
-    constexpr t5_attention_names cross{"layer.1.layer_norm", "layer.1.EncDecAttention.q",
-                                       "layer.1.EncDecAttention.k", "layer.1.EncDecAttention.v",
-                                       "layer.1.EncDecAttention", "layer.1.EncDecAttention.o"};
+    constexpr module_path bias_module{"block.0.layer.0.SelfAttention", "relative_attention_bias"};
+    constexpr t5_attention_names self{"layer.0.layer_norm", "layer.0.SelfAttention"};
+    constexpr t5_attention_names cross{"layer.1.layer_norm", "layer.1.EncDecAttention"};
+    const std::uint64_t buckets = m.attention.relative_buckets;
     {
         auto e = g.add("encoder");
-        const op_input embedded = e.embedding("shared", src, m.vocab, d);
-        e.position_bias(bias_module, m.relative_buckets, m.heads, false, src);
-        e.dropout("dropout", src, d, m.hidden_dropout, embedded);
+        e.position_bias(bias_module, buckets, m.heads(), false, src);
+        const op_input embedded = e.embedding(in("", "shared"), src, m.embedding.vocab, d);
+        e.dropout(in("", "dropout"), src, d, m.embedding.dropout, embedded);
     }
     {
         auto l = g.add_block("encoder.block", m.layers);
@@ -342,15 +586,15 @@ constexpr void lower_t5(graph_builder& g, const model_spec& m) {
     }
     {
         auto f = g.add("encoder");
-        f.dropout("dropout", src, d, m.hidden_dropout, f.norm("final_layer_norm", src, d, m.norm, stage_input));
+        f.dropout(in("", "dropout"), src, d, m.embedding.dropout, f.norm(in("", "final_layer_norm"), src, d, m.norm, stage_input));
         g.mark_encoder_output();
     }
     {
         auto e = g.add("decoder");
-        const op_input embedded = e.embedding("embed_tokens", tgt, m.vocab, d, true);
-        if (m.tie_embeddings) e.mark_weight_shared_later(embedded);
-        e.position_bias(bias_module, m.relative_buckets, m.heads, true, tgt);
-        e.dropout("dropout", tgt, d, m.hidden_dropout, embedded);
+        e.position_bias(bias_module, buckets, m.heads(), true, tgt);
+        const op_input embedded = e.embedding(in("", "embed_tokens"), tgt, m.embedding.vocab, d, true);
+        if (m.head.tied) e.mark_weight_shared_later(embedded);
+        e.dropout(in("", "dropout"), tgt, d, m.embedding.dropout, embedded);
     }
     {
         auto l = g.add_block("decoder.block", m.decoder_layers);
@@ -360,13 +604,13 @@ constexpr void lower_t5(graph_builder& g, const model_spec& m) {
     }
     {
         auto f = g.add("decoder");
-        f.dropout("dropout", tgt, d, m.hidden_dropout, f.norm("final_layer_norm", tgt, d, m.norm, stage_input));
+        f.dropout(in("", "dropout"), tgt, d, m.embedding.dropout, f.norm(in("", "final_layer_norm"), tgt, d, m.norm, stage_input));
     }
     auto head = g.add("head");
-    // A tied T5 head rescales the decoder output by d_model^-0.5 first.
-    const op_input x = m.tie_embeddings ? head.pointwise(op_kind::scale, "rescale", tgt, d, {stage_input, no_input, no_input})
-                                        : stage_input;
-    head.loss(tgt, m.vocab, head.linear("lm_head", tgt, d, m.vocab, false, x, m.tie_embeddings));
+    // T5 rescales the decoder output by d_model^-0.5 first unless its config untied the head.
+    const op_input x = m.head.rescale_before_head ? head.pointwise(op_kind::scale, in("", "rescale"), tgt, d, {stage_input, no_input, no_input})
+                                   : stage_input;
+    head.loss(tgt, m.embedding.vocab, head.linear(in("", "lm_head"), tgt, d, m.embedding.vocab, false, x, m.head.tied));
     g.tie_first_embedding();  // the decoder's embed_tokens is always T5's `shared`
 }
 
@@ -375,14 +619,8 @@ constexpr void lower_t5(graph_builder& g, const model_spec& m) {
 constexpr op_graph lower(const model_spec& m) {
     validate(m);
     detail::graph_builder g;
-    switch (family_of(m.arch)) {
-        case family::encoder: detail::lower_bert_like(g, m); break;
-        case family::decoder:
-            if (m.arch == architecture::gpt2) detail::lower_gpt2(g, m);
-            else detail::lower_llama_like(g, m);
-            break;
-        case family::encoder_decoder: detail::lower_t5(g, m); break;
-    }
+    if (m.stack == stack_kind::encoder_decoder) detail::lower_t5(g, m);
+    else detail::lower_stack(g, m);
     return g.result();
 }
 
@@ -395,9 +633,9 @@ constexpr void for_each_op(const op_graph& graph, F&& f) {
 
 constexpr std::uint64_t parameter_count(const op_graph& graph) {
     std::uint64_t total = 0;
-    for_each_op(graph, [&](const stage& s, const op& o) {
-        total = detail::checked_add(total, detail::checked_mul(s.repeat, o.params()));
-    });
+    for (std::size_t i = 0; i < graph.stages.size(); ++i)
+        for (const op& o : graph.stages[i].ops)
+            total = detail::checked_add(total, detail::checked_mul(graph.copies(i), o.params()));
     return total;
 }
 

@@ -41,14 +41,14 @@ constexpr std::uint64_t padded_vocab(std::uint64_t vocab) {
 // The llm.c model of a GPT-2 spec (a preset or an HF GPT-2 config.json).
 constexpr gpt2_config from_model(const model_spec& m) {
     validate(m);
-    detail::require(m.arch == architecture::gpt2,
+    detail::require(m.model_type == "gpt2",
                     "anatomy::llmc::from_model: llm.c's train_gpt2.cu trains GPT-2 models only; pass a gpt2 "
                     "preset, a GPT-2 config.json or an llm.c descriptor such as d12");
-    detail::require(m.ffn_hidden == 4 * m.hidden && m.kv_heads == 0 && m.head_dim == 0 && m.tie_embeddings &&
-                        m.head == task::causal_lm,
+    detail::require(m.mlp.hidden == detail::checked_mul(4, m.hidden) && m.kv_head_count() == m.heads() &&
+                        m.head_width() * m.heads() == m.hidden && m.head.tied && m.head.kind == task::causal_lm,
                     "anatomy::llmc::from_model: llm.c's GPT-2 has a 4x MLP, no GQA, tied embeddings and an LM "
                     "head; this spec differs, so llm.c cannot train it");
-    return {m.max_positions, m.vocab, padded_vocab(m.vocab), m.layers, m.heads, m.hidden};
+    return {m.embedding.positions, m.embedding.vocab, padded_vocab(m.embedding.vocab), m.layers, m.heads(), m.hidden};
 }
 
 namespace detail {

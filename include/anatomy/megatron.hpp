@@ -31,10 +31,10 @@ struct config {
 constexpr void validate(const config& c, const model_spec& m) {
     anatomy::detail::require(c.tp >= 1 && c.pp >= 1 && c.dp >= 1,
                              "anatomy::megatron::validate: tp, pp and dp must be >= 1");
-    anatomy::detail::require(m.heads % c.tp == 0,
+    anatomy::detail::require(m.heads() % c.tp == 0,
                              "anatomy::megatron::validate: tp must divide the attention heads");
     anatomy::detail::require(m.layers % c.pp == 0, "anatomy::megatron::validate: pp must divide the layers");
-    anatomy::detail::require(family_of(m.arch) == family::decoder,
+    anatomy::detail::require(m.stack == stack_kind::decoder,
                              "anatomy::megatron::validate: Megatron's GPT formulas describe decoder-only models");
 }
 
@@ -46,8 +46,8 @@ constexpr bytes layer_activations(const model_spec& m, const shape& sh, const co
     const std::uint64_t sbh = checked_mul(checked_mul(sh.seq, sh.batch), m.hidden);
     const std::uint64_t t = c.tp;
     // 5as/h: attention scores, softmax and its dropout mask (the part selective recompute drops).
-    const std::uint64_t scores = checked_mul(checked_mul(checked_mul(5, m.heads), sh.seq), sbh) / m.hidden;
-    const std::uint64_t linear = 8 + 4 * m.ffn_hidden / m.hidden;  // inputs to the QKV, MLP and dropout masks (24 for a 4h MLP)
+    const std::uint64_t scores = checked_mul(checked_mul(checked_mul(5, m.heads()), sh.seq), sbh) / m.hidden;
+    const std::uint64_t linear = 8 + checked_mul(4, m.mlp.hidden) / m.hidden;  // inputs to the QKV, MLP and dropout masks (24 for a 4h MLP)
     const std::uint64_t norms = 10;  // LayerNorm inputs, attention and MLP dropout masks, residual (34 - 24)
     switch (c.activations) {
         case recompute::full: return checked_mul(2, sbh / t) * B;  // each layer's input, under SP split by t
@@ -64,7 +64,7 @@ constexpr bytes layer_activations(const model_spec& m, const shape& sh, const co
 // Megatron pads the vocabulary to a multiple of 128 x tp.
 constexpr std::uint64_t padded_vocab(const model_spec& m, const config& c) {
     const std::uint64_t multiple = anatomy::detail::checked_mul(128, c.tp);
-    return anatomy::detail::checked_mul((m.vocab + multiple - 1) / multiple, multiple);
+    return anatomy::detail::checked_mul(anatomy::detail::ceil_div(m.embedding.vocab, multiple), multiple);
 }
 
 // Micro-batches the first stage holds under 1F1B: pp, or fewer when the step
@@ -86,7 +86,7 @@ constexpr bytes activations(const model_spec& m, const shape& sh, const config& 
     const std::uint64_t microbatches = in_flight(c);
     total += checked_mul(checked_mul(8, sb), microbatches) / c.tp * B;              // token ids
     total += checked_mul(checked_mul(sb, m.hidden), microbatches) / c.tp * B;      // embedding dropout mask
-    if (c.pp == 1) total += checked_mul(checked_mul(4, sb), m.hidden + padded_vocab(m, c)) / c.tp * B;
+    if (c.pp == 1) total += checked_mul(checked_mul(4, sb), anatomy::detail::checked_add(m.hidden, padded_vocab(m, c))) / c.tp * B;
     return total;
 }
 
@@ -98,15 +98,16 @@ constexpr std::uint64_t parameters_on_most_loaded_rank(const model_spec& m, cons
     using anatomy::detail::checked_add;
     using anatomy::detail::checked_mul;
     const std::uint64_t h = m.hidden;
-    const std::uint64_t norm = m.norm == norm_kind::rms_norm ? 1 : 2;
-    const std::uint64_t gated = m.ffn == ffn_kind::gated ? 3 : 2;
-    const std::uint64_t attention = checked_add(checked_mul(2 * h, m.attention_width()),
-                                                checked_mul(2 * h, m.kv_width()));
-    const std::uint64_t layer = checked_add(checked_add(checked_mul(gated * h, m.ffn_hidden), 2 * norm * h), attention);
+    const std::uint64_t norm = m.norm.kind == norm_kind::rms_norm ? 1 : 2;
+    const std::uint64_t gated = m.mlp.kind == mlp_kind::gated ? 3 : 2;
+    const std::uint64_t attention = checked_add(checked_mul(checked_mul(2, h), m.q_width()),
+                                                checked_mul(checked_mul(2, h), m.kv_width()));
+    const std::uint64_t layer = checked_add(checked_add(checked_mul(checked_mul(gated, h), m.mlp.hidden),
+                                                        checked_mul(checked_mul(2, norm), h)), attention);
     const std::uint64_t embedding = checked_mul(h, padded_vocab(m, c));
-    const std::uint64_t block = checked_add(checked_mul(layer, m.layers), norm * h);
+    const std::uint64_t block = checked_add(checked_mul(layer, m.layers), checked_mul(norm, h));
     std::uint64_t on_rank = checked_add(block / c.pp, embedding);
-    if (!m.tie_embeddings && c.pp == 1) on_rank = checked_add(on_rank, embedding);
+    if (!m.head.tied && c.pp == 1) on_rank = checked_add(on_rank, embedding);
     return on_rank / c.tp;
 }
 

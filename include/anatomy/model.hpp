@@ -1,103 +1,128 @@
-// The model spec: a plain constexpr aggregate describing a transformer.
+// The model spec: a constexpr aggregate of parts. A model is what its blocks
+// are made of (attention, MLP, norms and their placement, residual style,
+// embeddings, head, layer pattern), not a named architecture: a family is a
+// choice of parts (families/), and a config reader fills them from config.json.
 #pragma once
 
+#include <anatomy/detail/checked.hpp>
 #include <anatomy/error.hpp>
+#include <anatomy/parts/attention.hpp>
+#include <anatomy/parts/block.hpp>
+#include <anatomy/parts/embedding.hpp>
+#include <anatomy/parts/head.hpp>
+#include <anatomy/parts/layers.hpp>
+#include <anatomy/parts/mlp.hpp>
+#include <anatomy/parts/names.hpp>
+#include <anatomy/parts/norm.hpp>
 
 #include <cstdint>
+#include <string_view>
 
 namespace anatomy {
 
-enum class architecture { bert, roberta, distilbert, gpt2, llama, mistral, qwen2, t5 };
-enum class family { encoder, decoder, encoder_decoder };
-enum class task { causal_lm, seq_cls, seq2seq };
-enum class ffn_kind { mlp, gated };
-enum class norm_kind { layer_norm, rms_norm };
-enum class activation { gelu, gelu_tanh, relu, silu, tanh };
-enum class position_kind { learned, rotary, relative_bias };
-
-struct model_spec {
-    architecture arch = architecture::llama;
-    std::uint64_t hidden = 0;
-    std::uint64_t layers = 0;          // encoder layers for T5, decoder layers otherwise
-    std::uint64_t decoder_layers = 0;  // T5 only
-    std::uint64_t heads = 0;
-    std::uint64_t kv_heads = 0;        // 0: as many as heads (no GQA)
-    std::uint64_t head_dim = 0;        // 0: hidden / heads
-    ffn_kind ffn = ffn_kind::mlp;
-    std::uint64_t ffn_hidden = 0;
-    activation act = activation::gelu;
-    std::uint64_t vocab = 0;
-    std::uint64_t max_positions = 0;   // rows of a learned position table; a hard limit on seq
-    std::uint64_t token_types = 0;     // BERT segment embeddings
-    std::uint64_t relative_buckets = 0;  // T5 relative attention bias
-    bool tie_embeddings = true;
-    norm_kind norm = norm_kind::layer_norm;
-    bool qkv_bias = false;
-    bool attn_out_bias = false;
-    bool mlp_bias = false;
-    double hidden_dropout = 0.0;
-    double attention_dropout = 0.0;
-    task head = task::causal_lm;
-    std::uint64_t num_labels = 2;
-
-    constexpr std::uint64_t kv_head_count() const { return kv_heads == 0 ? heads : kv_heads; }
-    constexpr std::uint64_t head_width() const { return head_dim == 0 ? hidden / heads : head_dim; }
-    constexpr std::uint64_t attention_width() const { return heads * head_width(); }
-    constexpr std::uint64_t kv_width() const { return kv_head_count() * head_width(); }
+// Which stacks of layers a model has.
+enum class stack_kind {
+    encoder,          // bidirectional layers: BERT, ModernBERT, ViT
+    decoder,          // causal layers: GPT-2, Llama and the other decoders
+    encoder_decoder,  // T5: an encoder and a decoder with cross-attention
 };
 
-constexpr family family_of(architecture arch) {
-    switch (arch) {
-        case architecture::bert:
-        case architecture::roberta:
-        case architecture::distilbert: return family::encoder;
-        case architecture::gpt2:
-        case architecture::llama:
-        case architecture::mistral:
-        case architecture::qwen2: return family::decoder;
-        case architecture::t5: return family::encoder_decoder;
+struct model_spec {
+    std::string_view model_type = "llama";  // transformers' model_type, for display
+    stack_kind stack = stack_kind::decoder;
+    std::uint64_t hidden = 0;
+    std::uint64_t layers = 0;          // encoder layers of an encoder-decoder, else all layers
+    std::uint64_t decoder_layers = 0;  // encoder-decoder only
+    attention_part attention{};
+    mlp_part mlp{};
+    norm_part norm{};
+    block_part block{};
+    embedding_part embedding{};
+    layer_pattern pattern{};
+    head_part head{};
+    module_names names{};
+
+    constexpr std::uint64_t heads() const { return attention.heads; }
+    constexpr std::uint64_t kv_head_count() const {
+        return attention.kv_heads == 0 ? attention.heads : attention.kv_heads;
     }
-    throw error("anatomy::family_of: unknown architecture");
+    constexpr std::uint64_t head_width() const {
+        return attention.head_dim == 0 ? hidden / attention.heads : attention.head_dim;
+    }
+    constexpr std::uint64_t v_head_width() const {
+        return attention.v_head_dim == 0 ? head_width() : attention.v_head_dim;
+    }
+    constexpr std::uint64_t q_width() const { return detail::checked_mul(attention.heads, head_width()); }
+    constexpr std::uint64_t kv_width() const { return detail::checked_mul(kv_head_count(), head_width()); }
+    constexpr std::uint64_t v_width() const { return detail::checked_mul(kv_head_count(), v_head_width()); }
+    constexpr std::uint64_t attention_out_width() const { return detail::checked_mul(attention.heads, v_head_width()); }
+    // Rotated features of each head: a whole, even number of them.
+    constexpr std::uint64_t rotary_width() const {
+        if (attention.positions != position_kind::rotary) return 0;
+        const auto rotated = static_cast<std::uint64_t>(static_cast<double>(head_width()) * attention.rotary_fraction);
+        return rotated - rotated % 2;
+    }
+};
+
+// The tasks each stack trains.
+constexpr bool supports_task(const model_spec& m, task t) {
+    switch (m.stack) {
+        case stack_kind::encoder:
+            return m.embedding.patches() ? t == task::image_cls : (t == task::seq_cls || t == task::masked_lm);
+        case stack_kind::decoder: return t == task::causal_lm || t == task::seq_cls;
+        case stack_kind::encoder_decoder: return t == task::seq2seq;
+    }
+    return false;
 }
 
-constexpr position_kind positions_of(architecture arch) {
-    switch (family_of(arch)) {
-        case family::encoder: return position_kind::learned;
-        case family::encoder_decoder: return position_kind::relative_bias;
-        case family::decoder: return arch == architecture::gpt2 ? position_kind::learned : position_kind::rotary;
-    }
-    throw error("anatomy::positions_of: unknown architecture");
-}
-
-// Rejects specs that no HF model could have, naming the field to fix.
+// Rejects specs that no transformers model could have, naming the field to fix.
 constexpr void validate(const model_spec& m) {
-    detail::require(m.hidden > 0, "anatomy::validate(model_spec): hidden must be > 0");
-    detail::require(m.layers > 0, "anatomy::validate(model_spec): layers must be > 0");
-    detail::require(m.heads > 0, "anatomy::validate(model_spec): heads must be > 0");
-    detail::require(m.vocab > 0, "anatomy::validate(model_spec): vocab must be > 0");
-    detail::require(m.ffn_hidden > 0, "anatomy::validate(model_spec): ffn_hidden must be > 0");
-    detail::require(m.head_dim != 0 || m.hidden % m.heads == 0,
-                    "anatomy::validate(model_spec): hidden must be a multiple of heads, or set head_dim");
-    detail::require(m.kv_head_count() <= m.heads && m.heads % m.kv_head_count() == 0,
-                    "anatomy::validate(model_spec): heads must be a multiple of kv_heads");
-    detail::require(m.hidden_dropout >= 0.0 && m.hidden_dropout < 1.0 && m.attention_dropout >= 0.0 &&
-                        m.attention_dropout < 1.0,
-                    "anatomy::validate(model_spec): dropout probabilities must be in [0, 1)");
-    const family fam = family_of(m.arch);
-    detail::require(fam != family::encoder_decoder || m.decoder_layers > 0,
-                    "anatomy::validate(model_spec): an encoder-decoder model needs decoder_layers > 0");
-    detail::require(fam != family::encoder_decoder || m.relative_buckets > 0,
-                    "anatomy::validate(model_spec): T5 needs relative_buckets > 0");
-    detail::require(positions_of(m.arch) != position_kind::learned || m.max_positions > 0,
-                    "anatomy::validate(model_spec): a model with learned positions needs max_positions > 0");
-    detail::require(fam != family::encoder || m.head == task::seq_cls,
-                    "anatomy::validate(model_spec): an encoder-only model supports task seq-cls only");
-    detail::require(fam != family::decoder || m.head != task::seq2seq,
-                    "anatomy::validate(model_spec): a decoder-only model supports causal-lm or seq-cls, not seq2seq");
-    detail::require(fam != family::encoder_decoder || m.head == task::seq2seq,
-                    "anatomy::validate(model_spec): T5 supports task seq2seq only");
-    detail::require(m.head != task::seq_cls || m.num_labels > 0,
-                    "anatomy::validate(model_spec): seq-cls needs num_labels > 0");
+    using detail::require;
+    require(m.hidden > 0, "anatomy::validate(model_spec): hidden must be > 0");
+    require(m.layers > 0, "anatomy::validate(model_spec): layers must be > 0");
+    require(m.attention.heads > 0, "anatomy::validate(model_spec): heads must be > 0");
+    require(m.embedding.patches() || m.embedding.vocab > 0, "anatomy::validate(model_spec): vocab must be > 0");
+    require(m.mlp.hidden > 0, "anatomy::validate(model_spec): mlp.hidden (the FFN width) must be > 0");
+    require(m.attention.head_dim != 0 || m.hidden % m.attention.heads == 0,
+            "anatomy::validate(model_spec): hidden must be a multiple of heads, or set attention.head_dim");
+    require(m.kv_head_count() <= m.attention.heads && m.attention.heads % m.kv_head_count() == 0,
+            "anatomy::validate(model_spec): heads must be a multiple of kv_heads");
+    require(m.attention.rotary_fraction > 0.0 && m.attention.rotary_fraction <= 1.0,
+            "anatomy::validate(model_spec): attention.rotary_fraction (partial rotary) must be in (0, 1]");
+    require(m.attention.positions != position_kind::rotary || m.rotary_width() > 0,
+            "anatomy::validate(model_spec): partial rotary rotates no feature of a head; raise rotary_fraction");
+    require(m.attention.logit_softcap >= 0.0 && m.head.logit_softcap >= 0.0,
+            "anatomy::validate(model_spec): soft-capping values must be >= 0 (0: none)");
+    require(m.attention.dropout >= 0.0 && m.attention.dropout < 1.0 && m.block.dropout >= 0.0 &&
+                m.block.dropout < 1.0 && m.embedding.dropout >= 0.0 && m.embedding.dropout < 1.0 &&
+                m.mlp.dropout >= 0.0 && m.mlp.dropout < 1.0 && m.head.classifier_dropout >= 0.0 &&
+                m.head.classifier_dropout < 1.0,
+            "anatomy::validate(model_spec): dropout probabilities must be in [0, 1)");
+    require(m.pattern.length >= 1 && m.pattern.length <= m.pattern.windows.size(),
+            "anatomy::validate(model_spec): pattern.length must be in [1, 8]");
+    require(m.pattern.uniform() || m.stack != stack_kind::encoder_decoder,
+            "anatomy::validate(model_spec): sliding-window layers are modelled for encoder or decoder stacks only");
+    require(m.stack != stack_kind::encoder_decoder || m.decoder_layers > 0,
+            "anatomy::validate(model_spec): an encoder-decoder model needs decoder_layers > 0");
+    require(m.attention.positions != position_kind::relative_bias || m.attention.relative_buckets > 0,
+            "anatomy::validate(model_spec): a relative position bias needs attention.relative_buckets > 0");
+    require(!m.embedding.patches() || (m.embedding.image_size >= m.embedding.patch_size && m.embedding.channels > 0),
+            "anatomy::validate(model_spec): a patch embedding needs image_size >= patch_size and channels > 0");
+    require(!m.embedding.patches() || m.stack == stack_kind::encoder,
+            "anatomy::validate(model_spec): patch embeddings (ViT) need an encoder stack");
+    require(m.embedding.reserved_positions <= m.embedding.positions,
+            "anatomy::validate(model_spec): embedding.reserved_positions exceeds embedding.positions");
+    require(supports_task(m, m.head.kind),
+            m.stack == stack_kind::encoder
+                ? (m.embedding.patches() ? "anatomy::validate(model_spec): a patch (ViT) encoder supports task image-cls only"
+                                         : "anatomy::validate(model_spec): an encoder supports task seq-cls or masked-lm")
+            : m.stack == stack_kind::decoder
+                ? "anatomy::validate(model_spec): a decoder-only model supports causal-lm or seq-cls, not seq2seq"
+                : "anatomy::validate(model_spec): an encoder-decoder supports task seq2seq only");
+    require((m.head.kind != task::seq_cls && m.head.kind != task::image_cls) || m.head.num_labels > 0,
+            "anatomy::validate(model_spec): a classifier needs num_labels > 0");
+    require(m.block.residual == residual_kind::sequential || m.block.placement == norm_placement::pre,
+            "anatomy::validate(model_spec): a parallel residual block needs pre-norm placement");
 }
 
 }  // namespace anatomy

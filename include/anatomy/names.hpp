@@ -20,19 +20,20 @@ template <class Enum>
 concept NamedEnum = requires { enum_names<Enum>::table; };
 
 template <>
-struct enum_names<architecture> {
-    static constexpr std::string_view what = "model_type";
-    static constexpr std::array<std::pair<architecture, std::string_view>, 8> table{{
-        {architecture::bert, "bert"}, {architecture::roberta, "roberta"}, {architecture::distilbert, "distilbert"},
-        {architecture::gpt2, "gpt2"}, {architecture::llama, "llama"}, {architecture::mistral, "mistral"},
-        {architecture::qwen2, "qwen2"}, {architecture::t5, "t5"}}};
+struct enum_names<stack_kind> {
+    static constexpr std::string_view what = "stack";
+    static constexpr std::array<std::pair<stack_kind, std::string_view>, 3> table{
+        {{stack_kind::encoder, "encoder"}, {stack_kind::decoder, "decoder"}, {stack_kind::encoder_decoder, "encoder-decoder"}}};
 };
 
 template <>
 struct enum_names<task> {
     static constexpr std::string_view what = "task";
-    static constexpr std::array<std::pair<task, std::string_view>, 3> table{
-        {{task::causal_lm, "causal-lm"}, {task::seq_cls, "seq-cls"}, {task::seq2seq, "seq2seq"}}};
+    static constexpr std::array<std::pair<task, std::string_view>, 5> table{{{task::causal_lm, "causal-lm"},
+                                                                             {task::seq_cls, "seq-cls"},
+                                                                             {task::seq2seq, "seq2seq"},
+                                                                             {task::masked_lm, "masked-lm"},
+                                                                             {task::image_cls, "image-cls"}}};
 };
 
 template <>

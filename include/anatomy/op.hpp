@@ -2,7 +2,7 @@
 //
 // The activation model attaches what each op allocates, saves for backward and
 // frees to these same ops, so an op records its output width, which rows it
-// runs over and, for attention, its head layout.
+// runs over and, for attention, its head layout and window.
 #pragma once
 
 #include <anatomy/detail/checked.hpp>
@@ -10,23 +10,30 @@
 
 #include <array>
 #include <cstdint>
-#include <string_view>
 
 namespace anatomy {
 
 enum class op_kind {
     embedding,      // table lookup
+    patch_embed,    // ViT's patch convolution over pixels, flattened to tokens
+    cls_concat,     // ViT: cat(cls_token, patches)
+    position_add,   // a learned position table added to every sequence (ViT)
     linear,         // dense projection (nn.Linear or GPT-2's Conv1D)
     norm,           // LayerNorm or RMSNorm
     attention,      // scores, softmax, dropout and context of one attention call
     position_bias,  // T5 relative attention bias, computed once per stack
+    alibi,          // ALiBi slopes times positions, built once per forward
+    mask,           // an attention mask, built once per forward
     rotary,         // RoPE applied to q or k
+    split,          // a view of part of a fused projection (q, k, v of a fused qkv; gate/up halves)
     activation,     // pointwise nonlinearity
     gate,           // elementwise product of a gated FFN
     dropout,
     residual,       // residual add (or embedding sum)
-    scale,          // multiplication by a Python scalar
+    scale,          // multiplication by a Python scalar or a 0-d tensor
+    softcap,        // tanh(x / cap) * cap
     pool,           // picks one row per sequence (first or last token)
+    mean_pool,      // masked mean over each sequence's tokens
     loss,           // cross-entropy over the head's logits
 };
 
@@ -55,7 +62,7 @@ struct param_tensor {
 
 struct op {
     op_kind kind;
-    const char* module;  // HF module path inside its stage, e.g. "self_attn.q_proj" (a literal)
+    module_path module;  // where it sits in its stage, e.g. {"self_attn", "q_proj"}
     rows_of rows;
     std::uint64_t in_width;   // features per input row
     std::uint64_t out_width;  // features per output row
@@ -65,13 +72,18 @@ struct op {
     bool weight_shared_later;  // a later op is tied to this op's weight
     std::array<op_input, 3> inputs;  // no_input where unused
 
-    activation act;  // for op_kind::activation
-    double dropout;  // for op_kind::dropout and attention's probabilities
+    activation act;   // op_kind::activation
+    double dropout;   // op_kind::dropout and attention's probabilities
+    double factor;    // op_kind::softcap: the cap
+    std::uint64_t offset;  // op_kind::split: first feature of the view
 
-    // op_kind::attention
+    // op_kind::attention (and rotary: heads and head_dim). The rest of the
+    // attention part is the model's (model_spec::attention).
     std::uint64_t heads;
     std::uint64_t kv_heads;
     std::uint64_t head_dim;
+    std::uint64_t v_head_dim;
+    std::uint64_t window;  // sliding window in tokens; 0: full
     bool causal;
     rows_of key_rows;  // cross-attention reads keys from the encoder
 

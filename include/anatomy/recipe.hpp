@@ -3,6 +3,7 @@
 
 #include <anatomy/dtype.hpp>
 #include <anatomy/error.hpp>
+#include <anatomy/parts/names.hpp>
 
 #include <array>
 #include <cstdint>
@@ -55,7 +56,7 @@ inline constexpr dtype lora_adapter_dtype = dtype::fp32;
 struct lora_config {
     std::uint64_t rank = 0;  // 0: no LoRA
     // Module names as peft matches them: a module is adapted when its path is
-    // a name here or ends with "." + a name here.
+    // a name here or ends with "." + a name here (module_path::matches).
     std::array<std::string_view, 8> targets{};
     double dropout = 0.0;  // lora_dropout
 
@@ -65,14 +66,9 @@ struct lora_config {
         for (const std::string_view& t : targets) n += t.empty() ? 0 : 1;
         return n;
     }
-    constexpr bool targets_module(std::string_view path) const {
-        for (const std::string_view& t : targets) {
-            if (t.empty()) continue;
-            if (path == t) return true;
-            if (path.size() > t.size() && path.substr(path.size() - t.size()) == t &&
-                path[path.size() - t.size() - 1] == '.')
-                return true;
-        }
+    constexpr bool targets_module(const module_path& module) const {
+        for (const std::string_view& t : targets)
+            if (module.matches(t)) return true;
         return false;
     }
 };

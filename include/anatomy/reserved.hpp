@@ -18,16 +18,16 @@ namespace detail {
 
 // Parameters as transformers builds them: module by module, layer by layer.
 constexpr void build_model(const op_graph& graph, const recipe& r, caching_allocator& a) {
-    for (const stage& st : graph.stages)
-        for (std::uint64_t layer = 0; layer < st.repeat; ++layer)
-            for (const op& o : st.ops) {
+    for (std::size_t i = 0; i < graph.stages.size(); ++i)
+        for (std::uint64_t layer = 0; layer < graph.copies(i); ++layer)
+            for (const op& o : graph.stages[i].ops) {
                 if (r.offload == offload_target::params) continue;  // kept in CPU memory
                 if (!o.tied && !o.weight.empty())
                     a.allocate(weight_shard(o.weight, r).numel() * size_of(r.weights), tensor_owner::model);
                 if (!o.bias.empty()) a.allocate(weight_shard(o.bias, r).numel() * size_of(r.weights), tensor_owner::model);
                 if (o.kind == op_kind::linear && r.lora.enabled() && r.lora.targets_module(o.module)) {
-                    a.allocate(r.lora.rank * o.in_width * size_of(lora_adapter_dtype), tensor_owner::model);
-                    a.allocate(o.out_width * r.lora.rank * size_of(lora_adapter_dtype), tensor_owner::model);
+                    a.allocate(detail::checked_mul(r.lora.rank, o.in_width) * size_of(lora_adapter_dtype), tensor_owner::model);
+                    a.allocate(detail::checked_mul(o.out_width, r.lora.rank) * size_of(lora_adapter_dtype), tensor_owner::model);
                 }
             }
 }
@@ -74,9 +74,11 @@ constexpr void optimizer_step(const op_graph& graph, const recipe& r, bool first
 
 // Three steps of training (two forwards of serving), each micro-step in
 // order, against a fresh allocator holding at most `cap` (0: no cap).
-constexpr allocator_replay replay_allocator(const model_spec& model, const recipe& r, const shape& s, bytes cap = {}) {
+constexpr allocator_replay replay_allocator(const model_spec& model, const recipe& r, const shape& asked,
+                                           bytes cap = {}) {
     validate(r);
-    validate(s, model);
+    validate(asked, model);
+    const shape s = resolve(asked, model);
     const op_graph graph = lower(model);
     detail::check_lora_targets(graph, r);
     caching_allocator a(cap);
@@ -93,7 +95,7 @@ constexpr allocator_replay replay_allocator(const model_spec& model, const recip
     for (int step = 0; step < steps && !a.out_of_memory(); ++step) {
         for (std::uint64_t micro = 0; micro < r.grad_accum; ++micro) {
             // FSDP's all-gathered parameters: freed when the step's tensors are.
-            if (gathered.count > 0) a.allocate(gathered, tensor_owner::step);
+            (void)a.allocate(gathered, tensor_owner::step);
             (void)detail::walk_step(graph, model, compute, s, 0, micro > 0 || view, &a);
         }
         if (r.inference) continue;

@@ -7,6 +7,10 @@
 // A repeated block is walked once: every layer is the same, so live memory
 // changes by the same amount per layer and the peak is at the first or the
 // last layer.
+//
+// When an allocator observes a walk, every tensor is handed to it by
+// identity: allocate() gives each tensor its block, and a free returns that
+// block, never another of the same size.
 #pragma once
 
 #include <anatomy/allocator.hpp>
@@ -34,8 +38,8 @@ struct live_bytes {
         if (b.count > static_cast<std::uint64_t>(INT64_MAX)) throw overflow_error("anatomy: a tensor overflows 63 bits; use smaller sizes");
         return static_cast<std::int64_t>(b.count);
     }
-    constexpr void add(bytes b, tensor_owner owner = tensor_owner::step) {
-        if (allocator) allocator->allocate(b, owner);
+    constexpr block_id add(bytes b, tensor_owner owner = tensor_owner::step) {
+        const block_id id = allocator ? allocator->allocate(b, owner) : no_block;
         const std::int64_t s = signed_size(b);
         if (now > INT64_MAX - s) throw overflow_error("anatomy: live memory overflows 63 bits; use smaller sizes");
         now += s;
@@ -43,20 +47,18 @@ struct live_bytes {
             peak = now;
             grads_at_peak = grads;
         }
+        return id;
     }
-    constexpr void add_grad(bytes b) {
+    constexpr block_id add_grad(bytes b) {
         grads += signed_size(b);
-        add(b, tensor_owner::gradient);
+        return add(b, tensor_owner::gradient);
     }
-    constexpr void sub(bytes b) {
-        if (allocator) allocator->release(b);
+    constexpr void sub(bytes b, block_id id) {
+        if (allocator) allocator->release(id);
         now -= signed_size(b);
     }
     // A transient: counted at its peak, then gone.
-    constexpr void touch(bytes b) {
-        add(b);
-        sub(b);
-    }
+    constexpr void touch(bytes b) { sub(b, add(b)); }
 };
 
 // Sharded data parallelism (FSDP2, ZeRO 2 and 3) reduce-scatters a block's
@@ -76,12 +78,31 @@ constexpr std::size_t index_of(tensor_slot s) {
     return static_cast<std::size_t>(s);
 }
 
+// The blocks a forward walk left allocated for its backward: each tensor's
+// (the stage input's among them), each kernel's saved extras and saved weight copies.
+struct walk_blocks {
+    std::array<block_id, slot_count> tensor{};
+    std::array<block_id, max_kernels_per_stage> extra{};
+    std::array<block_id, max_kernels_per_stage> weight{};
+
+    constexpr walk_blocks() {
+        tensor.fill(no_block);
+        extra.fill(no_block);
+        weight.fill(no_block);
+    }
+};
+
 // One walk of a stage's kernels: the forward, then (optionally) its backward.
 class stage_walk {
 public:
+    // `input_block`: the block of the stage input (the previous stage's
+    // output); `input_held`: something outside the stage keeps the input
+    // alive (T5's encoder output, which the model output holds).
     constexpr stage_walk(const kernel_list& kernels, tensor_slot output, stage_input_info input,
-                         stage_input_info encoder)
-        : kernels_(kernels), output_(output), input_(input), encoder_(encoder) {
+                         stage_input_info encoder, block_id input_block = no_block, bool input_held = false)
+        : kernels_(kernels), output_(output), input_(input), encoder_(encoder), input_held_(input_held) {
+        blocks_.tensor[index_of(input_slot)] = input_block;
+        grad_block_.fill(no_block);
         for (std::size_t i = 0; i < kernels_.size(); ++i) {
             root_[i] = root(static_cast<tensor_slot>(i));
             for (tensor_slot s : kernels_[i].in)
@@ -102,15 +123,22 @@ public:
         if (keep_input) ++saved_[input];
         for (std::size_t i = 0; i < kernels_.size(); ++i) {
             const kernel& k = kernels_[i];
-            if (!k.alias) live.add(k.out);
+            if (k.forward_scoped) {
+                // Built once by the model's forward and dropped when it returns.
+                (void)live.add(k.out, tensor_owner::cache);
+                forward_scoped_ += k.out;
+                freed_[i] = true;
+                continue;
+            }
+            if (!k.alias) blocks_.tensor[i] = live.add(k.out);
             live.touch(k.workspace);
-            if (saving) live.add(k.saved_extra);
+            if (saving) blocks_.extra[i] = live.add(k.saved_extra);
             else live.touch(k.saved_extra);
             if (saving && k.saves_weight_copy) {
-                live.add(k.weight_copy);
+                blocks_.weight[i] = live.add(k.weight_copy);
             } else if (k.caches_weight_copy) {
-                live.add(k.weight_copy, tensor_owner::cache);
-                autocast_cache_ += k.weight_copy;
+                (void)live.add(k.weight_copy, tensor_owner::cache);
+                forward_scoped_ += k.weight_copy;
             } else {
                 live.touch(k.weight_copy);
             }
@@ -132,22 +160,35 @@ public:
         return live;
     }
 
-    // Weight copies autocast's cache still holds: freed when autocast exits.
-    constexpr bytes autocast_cache() const { return autocast_cache_; }
+    // What the forward made that lives until the forward returns: autocast's
+    // cached weight copies and the masks the model builds once.
+    constexpr bytes forward_scoped() const { return forward_scoped_; }
     constexpr bool input_freed() const { return input_freed_; }
     // forward(_, true) kept the input only because it was asked to.
     constexpr bool input_pinned_only() const { return input_pinned_only_; }
 
+    // The blocks the forward left for backward, and the block of the stage output.
+    constexpr const walk_blocks& blocks() const { return blocks_; }
+    constexpr void restore(const walk_blocks& recorded) { blocks_ = recorded; }
+    constexpr block_id output_block() const { return blocks_.tensor[index_of(root_of(output_))]; }
+    constexpr block_id input_block() const { return blocks_.tensor[index_of(input_slot)]; }
+    // After backward: the block of the stage input's gradient.
+    constexpr block_id input_grad_block() const { return grad_block_[index_of(input_slot)]; }
+
     // Backward of the same stage, after forward(true, ...). The gradient of the
-    // stage output is alive on entry (the caller counted it); the gradient of
-    // the stage input is alive on exit. `grads_exist`: parameter gradients
-    // from an earlier micro-step absorb the new ones, which are then transient.
-    constexpr live_bytes backward(bool grads_exist, bool encoder_grad_alive, gradient_reduction reduce = {}) {
+    // stage output is alive on entry (the caller counted it, in
+    // `output_grad`); the gradient of the stage input is alive on exit.
+    // `grads_exist`: parameter gradients from an earlier micro-step absorb the
+    // new ones, which are then transient.
+    constexpr live_bytes backward(bool grads_exist, bool encoder_grad_alive, block_id output_grad,
+                                  gradient_reduction reduce = {}) {
         live_bytes live{};
         std::array<bytes, max_kernels_per_stage> param_grads{};
+        std::array<block_id, max_kernels_per_stage> param_blocks{};
         std::size_t param_grad_count = 0;
         live.allocator = allocator_;
         grad_[index_of(root_of(output_))] = true;
+        grad_block_[index_of(root_of(output_))] = output_grad;
         if (encoder_grad_alive) grad_[index_of(encoder_slot)] = true;
         for (std::size_t n = kernels_.size(); n-- > 0;) {
             const kernel& k = kernels_[n];
@@ -160,6 +201,7 @@ public:
             // existing ones, and (accumulating) the new parameter gradients.
             // Each is its own tensor; all are alive at once at worst.
             std::array<bytes, 5> transients{k.backward_workspace};
+            std::array<block_id, 5> transient_blocks{};
             std::size_t transient_count = 1;
             for (std::size_t j = 0; j < 3; ++j) {
                 if (k.in[j] == no_slot || !(k.grad_inputs >> j & 1u)) continue;
@@ -169,7 +211,7 @@ public:
                     transients[transient_count++] = size_of_slot(root_of(k.in[j]));
                 } else {
                     grad_[r] = true;
-                    live.add(size_of_slot(root_of(k.in[j])));
+                    grad_block_[r] = live.add(size_of_slot(root_of(k.in[j])));
                 }
             }
             if (k.alias) {
@@ -177,32 +219,33 @@ public:
                 const std::size_t r = index_of(root_of(k.in[0]));
                 if (!grad_[r]) {
                     grad_[r] = true;
-                    live.add(size_of_slot(root_of(k.in[0])));
+                    grad_block_[r] = live.add(size_of_slot(root_of(k.in[0])));
                 }
                 continue;
             }
             if (grads_exist) {
                 transients[transient_count++] = k.param_grads;
-            } else {
-                live.add_grad(k.param_grads);
-                if (k.param_grads.count > 0) param_grads[param_grad_count++] = k.param_grads;
+            } else if (k.param_grads.count > 0) {
+                param_blocks[param_grad_count] = live.add_grad(k.param_grads);
+                param_grads[param_grad_count++] = k.param_grads;
             }
-            for (std::size_t t = 0; t < transient_count; ++t) live.add(transients[t]);
-            for (std::size_t t = transient_count; t-- > 0;) live.sub(transients[t]);
+            for (std::size_t t = 0; t < transient_count; ++t) transient_blocks[t] = live.add(transients[t]);
+            for (std::size_t t = transient_count; t-- > 0;) live.sub(transients[t], transient_blocks[t]);
             // The gradient of this kernel's output has been consumed.
             if (grad_[n]) {
                 grad_[n] = false;
-                live.sub(k.out);
+                live.sub(k.out, grad_block_[n]);
+                grad_block_[n] = no_block;
             }
             release_saved(k, self, live);
         }
         if (reduce.world > 1) {
             for (std::size_t g = 0; g < param_grad_count; ++g) {
-                live.sub(param_grads[g]);
+                live.sub(param_grads[g], param_blocks[g]);
                 live.grads -= live_bytes::signed_size(param_grads[g]);
                 const std::uint64_t kept = ceil_div(checked_mul(param_grads[g].count, reduce.keep_size),
                                                     checked_mul(reduce.grad_size, reduce.world));
-                live.add_grad(bytes{kept});
+                (void)live.add_grad(bytes{kept});
             }
         }
         return live;
@@ -229,6 +272,7 @@ private:
 
     constexpr bool kept(tensor_slot s) const {
         if (s == encoder_slot || s == root_of(output_)) return true;
+        if (s == input_slot) return input_held_;
         return s >= 0 && kernels_[static_cast<std::size_t>(s)].held;
     }
 
@@ -236,7 +280,7 @@ private:
         const std::size_t i = index_of(s);
         if (freed_[i] || readers_[i] > 0 || saved_[i] > 0 || kept(s)) return;
         freed_[i] = true;
-        live.sub(size_of_slot(s));
+        live.sub(size_of_slot(s), blocks_.tensor[i]);
     }
 
     constexpr void release_saved(const kernel& k, tensor_slot self, live_bytes& live) {
@@ -252,20 +296,24 @@ private:
             --saved_[index_of(r)];
             release_if_dead(r, live);
         }
-        live.sub(k.saved_extra);
-        if (saving_ && k.saves_weight_copy) live.sub(k.weight_copy);
+        const auto i = static_cast<std::size_t>(self);
+        live.sub(k.saved_extra, blocks_.extra[i]);
+        if (saving_ && k.saves_weight_copy) live.sub(k.weight_copy, blocks_.weight[i]);
     }
 
     const kernel_list& kernels_;
     tensor_slot output_;
     stage_input_info input_;
     stage_input_info encoder_;
+    bool input_held_ = false;
     std::array<tensor_slot, max_kernels_per_stage> root_{};
     std::array<std::uint16_t, slot_count> readers_{};
     std::array<std::uint16_t, slot_count> saved_{};
     std::array<bool, slot_count> freed_{};
     std::array<bool, slot_count> grad_{};
-    bytes autocast_cache_{};
+    std::array<block_id, slot_count> grad_block_{};
+    walk_blocks blocks_{};
+    bytes forward_scoped_{};
     caching_allocator* allocator_ = nullptr;
     bool saving_ = false;
     bool input_freed_ = false;

@@ -1,7 +1,11 @@
 // The estimator against real steps measured on an H200 (PyTorch 2.11,
-// transformers 5.17): tests/data/calibration-h200.jsonl, copied from
-// ../shared/calibration. Each case's spec is turned into a recipe and shape;
-// the predicted peak must match `peak_alloc` within the accuracy bar.
+// transformers 5.17): the files of ../shared/calibration, copied to
+// tests/data/ with the configs they were built from. Each case's spec is
+// turned into a recipe and shape; the predicted peak must match `peak_alloc`
+// within bars set just above what the estimator achieves on each file, so
+// that a regression fails.
+#include "hf_config.hpp"
+
 #include <anatomy/anatomy.hpp>
 
 #include <catch2/catch.hpp>
@@ -28,12 +32,12 @@ struct calibration_case {
     std::vector<std::string> lora_targets;  // the recipe's targets point into these
 };
 
+// A case's model: a preset where one exists, else the config it was built from.
 model_spec model_named(const std::string& config) {
     static const std::map<std::string, std::string> preset_of{{"llama3.2-1b", "llama-3.2-1b"}};
     const auto it = preset_of.find(config);
-    const auto spec = presets::find(it == preset_of.end() ? config : it->second);
-    REQUIRE(spec.has_value());
-    return *spec;
+    if (const auto spec = presets::find(it == preset_of.end() ? config : it->second)) return *spec;
+    return cli::load_hf_config(std::string(ANATOMY_CALIBRATION_CONFIGS) + "/" + config + ".json").spec;
 }
 
 recipe recipe_of(const nlohmann::json& spec) {
@@ -54,29 +58,47 @@ recipe recipe_of(const nlohmann::json& spec) {
     r.inference = spec.value("inference", false);
     r.kv_cache = r.inference && spec.value("use_cache", false);
     r.grad_accum = spec.value("grad_accum", std::uint64_t{1});
-    r.lora.rank = spec.value("lora_rank", std::uint64_t{0});
+    // The first files say lora_rank (peft's default alpha), the families file lora (alpha 16).
+    r.lora.rank = spec.value("lora_rank", spec.value("lora", std::uint64_t{0}));
     r.lora.dropout = spec.value("lora_dropout", 0.0);
     return r;
 }
 
-std::vector<calibration_case> load_cases(const char* path) {
+// Cases that need what later work adds: mixture-of-experts and latent
+// attention (issue 10), the Trainer and loss-only loops, QLoRA and
+// bitsandbytes' Lion (issue 11), and largest-batch searches (not a peak).
+bool needs_later_work(const nlohmann::json& spec) {
+    static const std::vector<std::string> moe{"qwen3-moe-s", "mixtral-s", "deepseek-v2-s"};
+    const std::string model = spec.at("model").get<std::string>();
+    return std::find(moe.begin(), moe.end(), model) != moe.end() || spec.contains("loop") || spec.contains("qlora") ||
+           spec.value("opt", "") == "lion" || spec.contains("budget_gib");
+}
+
+std::vector<calibration_case> load_cases(const char* path, std::size_t& deferred) {
     std::ifstream in(path);
     REQUIRE(in.good());
     std::vector<calibration_case> cases;
     std::string line;
+    deferred = 0;
     while (std::getline(in, line)) {
         const auto j = nlohmann::json::parse(line);
         if (!j.contains("case")) continue;
         const auto& spec = j.at("spec");
         // use_cache=False in training is set on the model config, not a recipe flag.
         if (!spec.value("inference", false) && !spec.value("use_cache", true)) continue;
-        cases.push_back({j.at("case").get<std::string>(), model_named(spec.at("model").get<std::string>()),
-                         recipe_of(spec),
-                         shape{.batch = spec.at("batch").get<std::uint64_t>(),
-                               .seq = spec.at("seq").get<std::uint64_t>(),
+        if (needs_later_work(spec)) {
+            ++deferred;
+            continue;
+        }
+        const model_spec model = model_named(spec.at("model").get<std::string>());
+        // An image model's sequence is its patches plus the CLS token.
+        const std::uint64_t seq = model.embedding.patches() ? 0 : spec.at("seq").get<std::uint64_t>();
+        cases.push_back({j.at("case").get<std::string>(), model, recipe_of(spec),
+                         shape{.batch = spec.at("batch").get<std::uint64_t>(), .seq = seq,
                                .target_seq = spec.value("tgt", std::uint64_t{0})},
                          j.at("peak_alloc").get<double>(),
-                         spec.value("lora_targets", std::vector<std::string>{})});
+                         spec.value("lora_targets", spec.contains("lora") ? std::vector<std::string>{"q_proj", "v_proj"}
+                                                                          : std::vector<std::string>{})});
     }
     return cases;
 }
@@ -101,20 +123,38 @@ std::pair<double, double> peak_errors(const std::vector<calibration_case>& cases
 
 }  // namespace
 
-TEST_CASE("predicted peaks match the H200 measurements: median <= 2%, max <= 5%", "[calibration]") {
-    const auto cases = load_cases(ANATOMY_CALIBRATION_FILE);
+TEST_CASE("predicted peaks match the H200 measurements of the first eight types", "[calibration]") {
+    std::size_t deferred = 0;
+    const auto cases = load_cases(ANATOMY_CALIBRATION_FILE, deferred);
     REQUIRE(cases.size() == 32);
     const auto [median, max] = peak_errors(cases);
-    CHECK(median <= 0.02);
-    CHECK(max <= 0.05);
+    // Achieved: median 0.08 %, max 2.18 % (bert-base amp, allocator whole-block slack).
+    CHECK(median <= 0.001);
+    CHECK(max <= 0.023);
 }
 
 TEST_CASE("cases the model was not built on meet the same bar", "[calibration]") {
     // LoRA, gradient accumulation, fp32 Llama, eager T5, inference with and
     // without a cache, other shapes (docs/accuracy.md).
-    const auto cases = load_cases(ANATOMY_EXTRA_CASES_FILE);
+    std::size_t deferred = 0;
+    const auto cases = load_cases(ANATOMY_EXTRA_CASES_FILE, deferred);
     REQUIRE(cases.size() == 12);
     const auto [median, max] = peak_errors(cases);
-    CHECK(median <= 0.02);
-    CHECK(max <= 0.05);
+    // Achieved: median 0.12 %, max 0.54 %.
+    CHECK(median <= 0.0015);
+    CHECK(max <= 0.006);
+}
+
+TEST_CASE("the newer dense families match their H200 measurements", "[calibration][families]") {
+    // qwen3, gemma2 (eager and SDPA), gemma3 (training, inference with a
+    // sliding-window cache), phi3, olmo2, gpt_neox, opt, falcon, bloom, gptj,
+    // modernbert, vit and LoRA on qwen3, on scaled-down configs.
+    std::size_t deferred = 0;
+    const auto cases = load_cases(ANATOMY_FAMILIES_FILE, deferred);
+    REQUIRE(cases.size() == 16);
+    CHECK(deferred == 10);  // 4 MoE/MLA, Trainer, loss-only, QLoRA, Lion, 2 largest-batch searches
+    const auto [median, max] = peak_errors(cases);
+    // Achieved: median 0.08 %, max 1.99 % (gpt_neox under fp16 autocast).
+    CHECK(median <= 0.001);
+    CHECK(max <= 0.021);
 }

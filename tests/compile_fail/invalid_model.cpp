@@ -8,7 +8,7 @@ using namespace anatomy;
 constexpr model_spec spec = [] {
     model_spec m = presets::gpt2;
 #ifdef ANATOMY_EXPECT_FAIL
-    m.heads = 0;
+    m.attention.heads = 0;
 #endif
     return m;
 }();

@@ -121,11 +121,12 @@ TEST_CASE("LoRA trains fp32 adapters over a frozen base", "[ledger][lora]") {
 
 TEST_CASE("LoRA targets match peft's suffix rule", "[lora]") {
     const lora_config lora{.rank = 4, .targets = {"query", "self_attn.v_proj"}};
-    CHECK(lora.targets_module("attention.self.query"));
-    CHECK(lora.targets_module("query"));
-    CHECK(lora.targets_module("self_attn.v_proj"));
-    CHECK_FALSE(lora.targets_module("attention.self.subquery"));
-    CHECK_FALSE(lora.targets_module("self_attn.k_proj"));
+    CHECK(lora.targets_module({"attention", "self.query"}));
+    CHECK(lora.targets_module({"", "query"}));
+    CHECK(lora.targets_module({"model.layers.0.self_attn", "v_proj"}));
+    CHECK_FALSE(lora.targets_module({"attention", "self.subquery"}));
+    CHECK_FALSE(lora.targets_module({"self_attn", "k_proj"}));
+    CHECK_FALSE(lora.targets_module({"cross_attn", "v_proj"}));
     recipe r{};
     r.lora = {.rank = 8, .targets = {"c_attn", "no_such_module"}};
     CHECK_THROWS_WITH(estimate(presets::gpt2, r, {.batch = 1, .seq = 64}), Catch::Contains("matches no linear module"));

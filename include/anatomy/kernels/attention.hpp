@@ -1,0 +1,231 @@
+// Attention kernels: the KV cache transformers fills, the masks it builds,
+// and the attention call itself, SDPA (cuDNN or memory-efficient for the
+// fused kernels, math otherwise) or eager, with what each saves for backward.
+//
+// Measured on an H200 with PyTorch 2.11 (bench/torch_reference/results/
+// families): half types run cuDNN attention, which takes grouped K/V natively
+// and saves q, k, v, the output, an fp32 log-sum-exp per row and head and,
+// when a mask is passed, the additive mask it builds from it, per layer; fp32
+// runs the memory-efficient kernel, which takes no grouped K/V.
+#pragma once
+
+#include <anatomy/kernels/builder.hpp>
+#include <anatomy/kernels/pointwise.hpp>
+
+namespace anatomy::detail {
+
+struct attention_shape {
+    std::uint64_t batch, heads, kv_heads, head_dim, v_head_dim, q_seq, k_seq;
+    rows_of rows, key_rows;
+};
+
+constexpr attention_shape shape_of(const kernel_builder& b, const op& o) {
+    return {b.s.batch, o.heads, o.kv_heads, o.head_dim, o.v_head_dim, b.seq_of(o.rows), b.seq_of(o.key_rows), o.rows,
+            o.key_rows};
+}
+constexpr std::uint64_t score_elements(const attention_shape& a) {
+    return checked_mul(checked_mul(a.batch, a.heads), checked_mul(a.q_seq, a.k_seq));
+}
+constexpr std::uint64_t mask_elements(const attention_shape& a) {
+    return checked_mul(a.batch, checked_mul(a.q_seq, a.k_seq));
+}
+constexpr bytes heads_bytes(const kernel_builder& b, rows_of r, std::uint64_t heads, std::uint64_t dim, dtype t) {
+    return b.tensor(checked_mul(b.rows(r), checked_mul(heads, dim)), t);
+}
+
+// transformers creates a DynamicCache whenever config.use_cache holds, in
+// training too (gradient checkpointing turns it off); T5 caches in its
+// decoder only. Its update is torch.cat, so keys and values are copies.
+constexpr bool kv_cached(const kernel_builder& b, const op& o) {
+    const bool has_cache = b.m.stack == stack_kind::decoder || o.rows == rows_of::target_tokens;
+    return has_cache && (b.r.inference ? b.r.kv_cache : !b.r.grad_checkpointing);
+}
+
+// T5's relative bias has a gradient in its self-attention (and, under
+// gradient checkpointing, transformers marks the cross-attention's too).
+constexpr bool bias_needs_grad(const kernel_builder& b, const op& o) {
+    if (b.m.attention.positions != position_kind::relative_bias || !b.grad_enabled()) return false;
+    return (o.key_rows == o.rows && !b.r.lora.enabled()) || b.r.grad_checkpointing;
+}
+
+// SDPA gets a mask tensor on sliding-window layers once the sequence reaches
+// the window, and always from Falcon; full layers run is_causal without one.
+constexpr bool sdpa_masked(const kernel_builder& b, const op& o) {
+    return b.m.attention.always_masked || (o.window > 0 && b.seq_of(o.rows) >= o.window);
+}
+
+// aten's _scaled_dot_product_attention_math: scaled copies of q and k,
+// explicit scores, softmax, dropout, and a bmm with v. Half inputs are
+// computed in fp32 (PyTorch >= 2.5), the output cast back.
+constexpr tensor_slot math_attention(kernel_builder& b, const op& o, tensor_slot q, tensor_slot k, tensor_slot v,
+                                     bool cached) {
+    const attention_shape a = shape_of(b, o);
+    const dtype in_t = b.matmul_type(b.type_of(q));
+    const dtype t = b.m.attention.always_masked && is_half(in_t) ? dtype::fp32 : in_t;
+    const bool grouped = a.kv_heads != a.heads;
+    const std::uint64_t scores = score_elements(a);
+    const tensor_slot q_s = b.compute("mul", heads_bytes(b, a.rows, a.heads, a.head_dim, t), t, {q, no_slot, no_slot}, 0);
+    // Grouped keys and values are repeated to every head first.
+    const tensor_slot k_s = b.compute("mul", heads_bytes(b, a.key_rows, a.heads, a.head_dim, t), t, {k, no_slot, no_slot}, 0);
+    const tensor_slot v_c = cached && !grouped && b.type_of(v) == t
+                                ? v
+                                : b.compute("clone", heads_bytes(b, a.key_rows, a.heads, a.v_head_dim, t), t,
+                                            {v, no_slot, no_slot}, 0);
+    tensor_slot w = b.compute("bmm", b.tensor(scores, t), t, {q_s, k_s, no_slot}, 0b11);
+    if (b.m.attention.positions == position_kind::relative_bias || o.causal || sdpa_masked(b, o))
+        w = b.compute("add", b.tensor(scores, t), t, {w, no_slot, no_slot}, 0);
+    tensor_slot probs = b.compute("_safe_softmax", b.tensor(scores, t), t, {w, no_slot, no_slot}, 0, true);
+    probs = dropout_kernel(b, probs, scores, o.dropout);
+    tensor_slot ctx = b.compute("bmm", heads_bytes(b, a.rows, a.heads, a.v_head_dim, t), t, {probs, v_c, no_slot}, 0b11);
+    ctx = b.cast(ctx, b.elements(a.rows, checked_mul(a.heads, a.v_head_dim)), in_t);
+    // transpose(1, 2).contiguous() for the output projection
+    return b.compute("clone", heads_bytes(b, a.rows, a.heads, a.v_head_dim, in_t), in_t, {ctx, no_slot, no_slot}, 0);
+}
+
+// `k_heads`: the heads K and V have here (repeated to every head, or grouped).
+constexpr tensor_slot fused_attention(kernel_builder& b, const op& o, tensor_slot q, tensor_slot k, tensor_slot v,
+                                      bool masked, std::uint64_t k_heads) {
+    const attention_shape a = shape_of(b, o);
+    const dtype t = b.matmul_type(b.type_of(q));
+    q = b.cast(q, b.elements(a.rows, checked_mul(a.heads, a.head_dim)), t);
+    k = b.cast(k, b.elements(a.key_rows, checked_mul(k_heads, a.head_dim)), t);
+    v = b.cast(v, b.elements(a.key_rows, checked_mul(k_heads, a.v_head_dim)), t);
+    // One fp32 log-sum-exp per query row and head; with a mask, the additive
+    // mask SDPA builds from it in q's dtype. Both are kept for backward.
+    bytes saved = b.tensor(b.elements(a.rows, a.heads), dtype::fp32);
+    if (masked) saved += b.tensor(mask_elements(a), t);
+    const tensor_slot y = b.compute(is_half(t) ? "cudnn_attention" : "efficient_attention",
+                                    heads_bytes(b, a.rows, a.heads, a.v_head_dim, t), t, {q, k, v}, 0b111, true, saved);
+    kernel& kn = b.at(y);
+    // Backward: an fp32 dQ accumulator and the row sums of dO * O; with
+    // grouped K/V, dK and dV at full head count before they are summed.
+    kn.backward_workspace = heads_bytes(b, a.rows, a.heads, a.head_dim, dtype::fp32) +
+                            b.tensor(b.elements(a.rows, a.heads), dtype::fp32);
+    if (k_heads != a.heads && is_half(t))
+        kn.backward_workspace += heads_bytes(b, a.key_rows, a.heads, a.head_dim, t) +
+                                 heads_bytes(b, a.key_rows, a.heads, a.v_head_dim, t);
+    return y;
+}
+
+// transformers' eager attention: the model's own code for BERT, GPT-2, T5,
+// GPT-J and BLOOM, eager_attention_forward for the others.
+constexpr tensor_slot eager_attention(kernel_builder& b, const op& o, tensor_slot q, tensor_slot k, tensor_slot v,
+                                      bool cached) {
+    const attention_part& part = b.m.attention;
+    const attention_shape a = shape_of(b, o);
+    const bool t5 = part.positions == position_kind::relative_bias;
+    dtype t = b.matmul_type(b.type_of(q));
+    const std::uint64_t scores = score_elements(a);
+    // matmul on (b, heads, s, d) views needs contiguous operands: copies,
+    // except the cache's own contiguous copies. Grouped K/V are repeated.
+    tensor_slot q_c = b.compute("clone", heads_bytes(b, a.rows, a.heads, a.head_dim, t), t, {q, no_slot, no_slot}, 0);
+    tensor_slot k_c = cached && a.kv_heads == a.heads
+                          ? b.cast(k, b.elements(a.key_rows, checked_mul(a.kv_heads, a.head_dim)), t)
+                          : b.compute("clone", heads_bytes(b, a.key_rows, a.heads, a.head_dim, t), t, {k, no_slot, no_slot}, 0);
+    const tensor_slot v_c = cached && a.kv_heads == a.heads
+                                ? b.cast(v, b.elements(a.key_rows, checked_mul(a.kv_heads, a.v_head_dim)), t)
+                                : b.compute("clone", heads_bytes(b, a.key_rows, a.heads, a.v_head_dim, t), t,
+                                            {v, no_slot, no_slot}, 0);
+    if (part.eager_upcast_qk) {
+        // GPT-J: query.to(float32), key.to(float32); the matmul runs in fp32
+        // (autocast takes it back to half).
+        q_c = b.cast(q_c, b.elements(a.rows, checked_mul(a.heads, a.head_dim)), dtype::fp32);
+        k_c = b.cast(k_c, b.elements(a.key_rows, checked_mul(a.heads, a.head_dim)), dtype::fp32);
+        t = b.matmul_type(dtype::fp32);
+    }
+    // The scores: matmul then * scaling, or BLOOM's one baddbmm with alibi.
+    tensor_slot w = b.compute(part.eager_baddbmm ? "baddbmm" : "matmul", b.tensor(scores, t), t, {q_c, k_c, no_slot}, 0b11);
+    if (!t5 && !part.eager_baddbmm) w = b.pointwise("mul", w, scores);  // * scaling
+    if (part.logit_softcap > 0.0) {
+        w = b.pointwise("div", w, scores);
+        w = b.pointwise("tanh", w, scores, 0, true);
+        w = b.pointwise("mul", w, scores);
+    }
+    // + the causal mask, which the model built in the embeddings' dtype.
+    if (!t5 && o.causal) {
+        const dtype mt = promote(t, b.autocast() ? dtype::fp32 : b.param_type());
+        w = b.compute("add", b.tensor(scores, mt), mt, {w, no_slot, no_slot}, 0);
+    }
+    // Llama-style code and T5 take the softmax in fp32; BERT and GPT-2 get
+    // fp32 only from autocast.
+    const dtype sm = part.eager_softmax_fp32 ? dtype::fp32 : b.fp32_list_type(b.type_of(w));
+    tensor_slot probs = b.compute("softmax", b.tensor(scores, sm), sm, {b.cast(w, scores, sm), no_slot, no_slot}, 0, true);
+    const dtype pt = part.eager_upcast_qk ? b.type_of(v_c) : b.matmul_type(b.type_of(q));
+    probs = b.cast(probs, scores, b.matmul_type(pt));
+    probs = dropout_kernel(b, probs, scores, o.dropout);
+    const dtype ct = b.type_of(probs);
+    const tensor_slot ctx = b.compute("matmul", heads_bytes(b, a.rows, a.heads, a.v_head_dim, ct), ct,
+                                      {probs, v_c, no_slot}, 0b11);
+    return b.compute("clone", heads_bytes(b, a.rows, a.heads, a.v_head_dim, ct), ct, {ctx, no_slot, no_slot}, 0);
+}
+
+constexpr tensor_slot expand_attention(kernel_builder& b, const op& o) {
+    const tensor_slot q = b.slot_of(o.inputs[0]);
+    tensor_slot k = b.slot_of(o.inputs[1]);
+    tensor_slot v = b.slot_of(o.inputs[2]);
+    const attention_shape a = shape_of(b, o);
+    const bool cached = kv_cached(b, o);
+    if (cached) {
+        // The cache's empty tensors take the key dtype, and cat promotes
+        // the values to it. The cache lives in the model output: all step.
+        const dtype kt = b.type_of(k);
+        const dtype vt = promote(kt, b.type_of(v));
+        k = b.compute("cat", heads_bytes(b, a.key_rows, a.kv_heads, a.head_dim, kt), kt, {k, no_slot, no_slot}, 0);
+        v = b.compute("cat", heads_bytes(b, a.key_rows, a.kv_heads, a.v_head_dim, vt), vt, {v, no_slot, no_slot}, 0);
+        b.at(k).held = true;
+        b.at(v).held = true;
+    }
+    if (b.eager_attention()) return eager_attention(b, o, q, k, v, cached);
+    const dtype t = b.matmul_type(b.type_of(q));
+    const bool grouped = a.kv_heads != a.heads;
+    const bool masked = sdpa_masked(b, o);
+    // transformers' SDPA path repeats grouped K/V (expand + reshape: a copy,
+    // in their dtype before autocast casts them) when it passes a mask or the
+    // heads are wider than 256; a single K/V head expands without a copy.
+    std::uint64_t k_heads = a.kv_heads;
+    if (grouped && (masked || a.head_dim > 256) && !b.m.attention.always_masked) {
+        if (a.kv_heads > 1) {
+            k = b.compute("clone", heads_bytes(b, a.key_rows, a.heads, a.head_dim, b.type_of(k)), b.type_of(k),
+                          {k, no_slot, no_slot}, 0);
+            v = b.compute("clone", heads_bytes(b, a.key_rows, a.heads, a.v_head_dim, b.type_of(v)), b.type_of(v),
+                          {v, no_slot, no_slot}, 0);
+        }
+        k_heads = a.heads;
+    }
+    // The math fallback: T5's bias that needs a gradient, fp32 with grouped
+    // K/V (no fused kernel takes them), and Falcon's unequal heads.
+    if (bias_needs_grad(b, o) || (k_heads != a.heads && (!is_half(t) || b.m.attention.always_masked)))
+        return math_attention(b, o, q, k, v, cached);
+    return fused_attention(b, o, q, k, v, masked, k_heads);
+}
+
+// A mask the model builds once per forward and shares across layers. SDPA
+// needs none in training without padding (each masked call builds its own,
+// counted there); eager adds a float [batch, 1, seq, seq] in the embeddings'
+// dtype to every layer's scores.
+constexpr tensor_slot expand_mask(kernel_builder& b, const op& o) {
+    if (!b.eager_attention()) return no_slot;
+    const std::uint64_t seq = b.seq_of(o.rows);
+    const dtype t = b.autocast() ? dtype::fp32 : b.param_type();
+    return b.forward_scoped("where", b.tensor(checked_mul(b.s.batch, checked_mul(seq, seq)), t), t);
+}
+
+// BLOOM's alibi: (batch * heads, 1, seq) in the hidden dtype, once per forward.
+constexpr tensor_slot expand_alibi(kernel_builder& b, const op& o) {
+    const dtype t = b.autocast() ? dtype::fp32 : b.param_type();
+    return b.forward_scoped("alibi", b.tensor(checked_mul(checked_mul(b.s.batch, o.heads), b.seq_of(o.rows)), t), t);
+}
+
+// T5's relative position bias: (1, heads, q, k), computed once per stack and
+// added to every layer's scores.
+constexpr tensor_slot expand_position_bias(kernel_builder& b, const op& o) {
+    const std::uint64_t q = b.seq_of(o.rows);
+    kernel k = b.make("embedding", b.tensor(checked_mul(checked_mul(q, q), o.heads), b.param_type()), b.param_type(),
+                      {no_slot, no_slot, no_slot});
+    k.requires_grad = b.trainable(o);
+    k.param_grads = b.param_grad_bytes(o);
+    k.held = true;
+    return b.push(k);
+}
+
+}  // namespace anatomy::detail

@@ -1,0 +1,37 @@
+// Head kernels: pooling one row per sequence, and the loss over the logits.
+#pragma once
+
+#include <anatomy/kernels/builder.hpp>
+
+namespace anatomy::detail {
+
+constexpr tensor_slot expand_pool(kernel_builder& b, const op& o) {
+    const tensor_slot x = b.slot_of(o.inputs[0]);
+    if (o.out_width == b.m.hidden) return b.view(x);  // hidden[:, 0]: a view
+    // logits[arange(batch), last]: advanced indexing copies the rows.
+    return b.compute("index", b.tensor(checked_mul(b.s.batch, o.out_width), b.type_of(x)), b.type_of(x),
+                     {x, no_slot, no_slot}, 0);
+}
+
+// ModernBERT's mean pooling: (hidden * mask[..., None]).sum(1) / mask.sum(1).
+constexpr tensor_slot expand_mean_pool(kernel_builder& b, const op& o) {
+    const tensor_slot x = b.slot_of(o.inputs[0]);
+    const tensor_slot masked = b.pointwise("mul", x, b.elements(rows_of::source_tokens, o.out_width));
+    const tensor_slot sum = b.pointwise("sum", masked, b.elements(rows_of::sequences, o.out_width));
+    return b.pointwise("div", sum, b.elements(rows_of::sequences, o.out_width));
+}
+
+constexpr tensor_slot expand_loss(kernel_builder& b, const op& o) {
+    const tensor_slot logits = b.slot_of(o.inputs[0]);
+    b.at(logits).held = true;  // the model's output keeps its logits
+    if (!b.grad_enabled()) return logits;  // inference: no labels, no loss
+    const std::uint64_t n = b.elements(o.rows, o.out_width);
+    // transformers' loss_function upcasts the logits before cross-entropy;
+    // cross_entropy itself is on autocast's fp32 list.
+    const dtype t = b.m.head.loss_upcast ? dtype::fp32 : b.fp32_list_type(b.type_of(logits));
+    const tensor_slot cast = b.cast(logits, n, t);
+    const tensor_slot logp = b.compute("log_softmax", b.tensor(n, t), t, {cast, no_slot, no_slot}, 0, true);
+    return b.compute("nll_loss", b.tensor(1, dtype::fp32), dtype::fp32, {logp, no_slot, no_slot}, 0);
+}
+
+}  // namespace anatomy::detail

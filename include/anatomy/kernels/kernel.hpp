@@ -1,0 +1,61 @@
+// What a kernel is to the activation model: the tensor it makes, what autograd
+// keeps of it for backward, and what its backward allocates.
+#pragma once
+
+#include <anatomy/bytes.hpp>
+#include <anatomy/detail/static_vector.hpp>
+#include <anatomy/dtype.hpp>
+#include <anatomy/graph.hpp>
+
+#include <array>
+#include <cstdint>
+
+namespace anatomy {
+
+// A tensor a kernel reads: another kernel's output (its index in the list),
+// or one of the stage's external inputs.
+using tensor_slot = std::int16_t;
+inline constexpr tensor_slot input_slot = -1;    // the stage's input
+inline constexpr tensor_slot encoder_slot = -2;  // the encoder's output (cross-attention)
+inline constexpr tensor_slot no_slot = -3;
+
+// No default member initializers (see static_vector): build with braces,
+// which zero what is left out, and always give `in`.
+struct kernel {
+    std::uint8_t op;   // index of the op it belongs to, in its stage
+    const char* what;  // the aten kernel, e.g. "addmm", "native_dropout"
+    bytes out;         // its output; 0 for views, which alias in[0]
+    dtype type;
+    bool requires_grad;
+    std::array<tensor_slot, 3> in;  // no_slot where unused
+    std::uint8_t saves_inputs;  // bit i: autograd keeps in[i] for backward
+    bool saves_output;
+    bytes saved_extra;         // new tensors kept only for backward: masks, statistics
+    bytes workspace;           // freed before the kernel returns
+    std::uint8_t grad_inputs;  // bit i: backward allocates a gradient for in[i]
+    bytes param_grads;         // parameter gradients its backward creates; they persist
+    bytes backward_workspace;  // freed before its backward returns
+    bool held;                 // lives until the step ends: model outputs, the KV cache
+    bool forward_scoped;       // lives until the forward returns: masks the model builds once
+    bool alias;                // a view of in[0]: no memory of its own
+    bytes weight_copy;         // autocast's half copy of the weight it multiplies by
+    bool saves_weight_copy;    // kept for backward (the input gradient needs it)
+    bool caches_weight_copy;   // autocast's cast cache keeps it until the forward ends
+};
+
+inline constexpr std::size_t max_kernels_per_stage = 256;
+using kernel_list = detail::static_vector<kernel, max_kernels_per_stage>;
+
+// The dtype and gradient status of a stage's external input.
+struct stage_input_info {
+    bytes size{};
+    dtype type{};
+    bool requires_grad{};
+};
+
+struct expansion {
+    kernel_list kernels;
+    std::array<tensor_slot, max_ops_per_stage> op_output{};  // the slot holding each op's result
+};
+
+}  // namespace anatomy

@@ -1,0 +1,129 @@
+// Kernels of the parts that own weight matrices: embeddings, linears (and
+// their LoRA branches), ViT's patch embedding.
+#pragma once
+
+#include <anatomy/kernels/builder.hpp>
+#include <anatomy/kernels/pointwise.hpp>
+
+namespace anatomy::detail {
+
+constexpr tensor_slot expand_embedding(kernel_builder& b, const op& o) {
+    const dtype t = b.param_type();  // nn.Embedding is not on autocast's lists
+    kernel k = b.make("embedding", b.tensor(b.elements(o.rows, o.out_width), t), t, {no_slot, no_slot, no_slot});
+    k.requires_grad = b.trainable(o);
+    if (k.requires_grad) {
+        // embedding_dense_backward builds a dense table gradient. When a
+        // later op shares the table, its gradient exists already and this
+        // one is added to it, then freed.
+        const bytes table = o.weight.numel() * size_of(b.grad_type());
+        if (o.tied || o.weight_shared_later) k.backward_workspace = table;
+        else k.param_grads = table;
+    }
+    return b.push(k);
+}
+
+// peft's LoRA branch: y + B(A(dropout(x))) * scaling, adapters in fp32
+// (peft casts x to the adapter dtype first).
+constexpr tensor_slot lora_branch(kernel_builder& b, const op& o, tensor_slot x, tensor_slot base) {
+    const dtype t = lora_adapter_dtype;
+    const std::uint64_t rank = b.r.lora.rank;
+    tensor_slot in = b.cast(x, b.elements(o.rows, o.in_width), t);
+    in = dropout_kernel(b, in, b.elements(o.rows, o.in_width), b.r.lora.dropout);
+    const bool adapters_train = b.grad_enabled();
+    kernel a = b.make("lora_A", b.tensor(b.elements(o.rows, rank), t), t, {in, no_slot, no_slot});
+    a.requires_grad = adapters_train || b.grad_of(in);
+    a.saves_inputs = adapters_train ? 1 : 0;
+    a.grad_inputs = b.grad_of(in) ? 1 : 0;
+    a.param_grads = adapters_train ? b.tensor(detail::checked_mul(rank, o.in_width), t) : bytes{};
+    const tensor_slot a_out = b.push(a);
+    kernel up = b.make("lora_B", b.tensor(b.elements(o.rows, o.out_width), t), t, {a_out, no_slot, no_slot});
+    up.requires_grad = a.requires_grad;
+    up.saves_inputs = adapters_train ? 1 : 0;
+    up.grad_inputs = a.requires_grad ? 1 : 0;
+    up.param_grads = adapters_train ? b.tensor(detail::checked_mul(o.out_width, rank), t) : bytes{};
+    const tensor_slot b_out = b.push(up);
+    const std::uint64_t out = b.elements(o.rows, o.out_width);
+    const tensor_slot scaled = b.pointwise("mul", b_out, out);
+    const tensor_slot sum = b.binary("add", base, scaled, out, 0);
+    return b.cast(sum, out, b.type_of(base));  // peft returns the base layer's dtype
+}
+
+constexpr tensor_slot expand_linear(kernel_builder& b, const op& o) {
+    const tensor_slot x = b.slot_of(o.inputs[0]);
+    const std::uint64_t n = b.rows(o.rows);
+    const bool weight_grad = b.trainable(o);
+    const dtype compute_type = b.matmul_type(b.type_of(x));
+    const tensor_slot x_c = b.cast(x, detail::checked_mul(n, o.in_width), compute_type);
+    // Autocast casts the weight once per forward (its cast cache); the copy
+    // is kept when backward needs it for the input gradient.
+    const bool weight_cast = compute_type != b.param_type();
+    const bytes weight_copy = weight_cast ? b.tensor(o.weight.numel(), compute_type) + b.tensor(o.bias.numel(), compute_type)
+                                          : bytes{};
+    kernel k = b.make("addmm", b.tensor(detail::checked_mul(n, o.out_width), compute_type), compute_type,
+                      {x_c, no_slot, no_slot});
+    const bool input_grad = b.grad_of(x_c);
+    k.requires_grad = input_grad || weight_grad;
+    if (input_grad) k.grad_inputs = 1;
+    if (weight_grad) k.saves_inputs = 1;  // grad_W = x^T grad_out
+    k.weight_copy = weight_copy;
+    k.saves_weight_copy = input_grad;  // grad_x = grad_out W
+    // The cast cache holds casts of weights that require grad.
+    k.caches_weight_copy = weight_cast && b.param_requires_grad();
+    k.param_grads = b.param_grad_bytes(o);
+    // The weight gradient is computed in the compute dtype, then cast;
+    // the bias gradient is a reduction over tokens (reduction_staging).
+    if (weight_grad && weight_cast) k.backward_workspace += weight_copy;
+    if (weight_grad && !o.bias.empty()) k.backward_workspace += b.reduction_staging(n, o.out_width);
+    const tensor_slot y = b.push(k);
+    const bool adapted = b.r.lora.enabled() && b.r.lora.targets_module(o.module);
+    return adapted ? lora_branch(b, o, x, y) : y;
+}
+
+// ViT: the pixels (an input the step holds), Conv2d over them, then a
+// flattened, transposed view of its output.
+constexpr tensor_slot expand_patch_embed(kernel_builder& b, const op& o) {
+    const embedding_part& e = b.m.embedding;
+    const std::uint64_t pixels = detail::checked_mul(b.s.batch,
+                                                     detail::checked_mul(e.channels, detail::checked_mul(e.image_size, e.image_size)));
+    kernel input = b.make("pixel_values", b.tensor(pixels, b.param_type()), b.param_type(), {no_slot, no_slot, no_slot});
+    input.held = true;
+    const tensor_slot px = b.push(input);
+    const dtype t = b.matmul_type(b.param_type());
+    const tensor_slot px_c = b.cast(px, pixels, t);
+    kernel k = b.make("convolution", b.tensor(detail::checked_mul(detail::checked_mul(b.s.batch, e.patch_count()), o.out_width), t),
+                      t, {px_c, no_slot, no_slot});
+    const bool weight_grad = b.trainable(o);
+    k.requires_grad = weight_grad;
+    k.saves_inputs = weight_grad ? 1 : 0;
+    const bool weight_cast = t != b.param_type();
+    k.weight_copy = weight_cast ? b.tensor(o.weight.numel(), t) + b.tensor(o.bias.numel(), t) : bytes{};
+    k.caches_weight_copy = weight_cast && b.param_requires_grad();
+    k.param_grads = b.param_grad_bytes(o);
+    return b.push(k);
+}
+
+// cat((cls_token.expand(batch), patches), dim=1): one more token per sequence.
+constexpr tensor_slot expand_cls_concat(kernel_builder& b, const op& o) {
+    const tensor_slot patches = b.slot_of(o.inputs[0]);
+    const dtype t = promote(b.type_of(patches), b.param_type());
+    kernel k = b.make("cat", b.tensor(b.elements(o.rows, o.out_width), t), t, {patches, no_slot, no_slot});
+    k.requires_grad = b.grad_of(patches) || b.trainable(o);
+    k.grad_inputs = b.grad_of(patches) ? 1 : 0;
+    k.param_grads = b.param_grad_bytes(o);
+    return b.push(k);
+}
+
+// embeddings + position_embeddings (a [1, tokens, hidden] parameter).
+constexpr tensor_slot expand_position_add(kernel_builder& b, const op& o) {
+    const tensor_slot x = b.slot_of(o.inputs[0]);
+    const dtype t = promote(b.type_of(x), b.param_type());
+    kernel k = b.make("add", b.tensor(b.elements(o.rows, o.out_width), t), t, {x, no_slot, no_slot});
+    k.requires_grad = b.grad_of(x) || b.trainable(o);
+    k.grad_inputs = b.grad_of(x) ? 1 : 0;
+    k.param_grads = b.param_grad_bytes(o);
+    // The table's gradient sums the batch: one table-sized partial result.
+    if (b.trainable(o)) k.backward_workspace = b.tensor(o.weight.numel(), t);
+    return b.push(k);
+}
+
+}  // namespace anatomy::detail

@@ -1,0 +1,49 @@
+// RoPE kernels: q * cos + rotate_half(q) * sin on the rotated features, then
+// (partial rotary, or Phi-3 always) cat with the features that pass through.
+// cos and sin take the hidden states' dtype (fp32 under autocast, which
+// promotes q and k to fp32), except where the family computes in fp32 and
+// casts back (OLMo 2, ModernBERT) or casts them to the projection's dtype (GPT-J).
+#pragma once
+
+#include <anatomy/kernels/builder.hpp>
+
+namespace anatomy::detail {
+
+constexpr tensor_slot expand_rotary(kernel_builder& b, const op& o) {
+    const attention_part& a = b.m.attention;
+    const tensor_slot x = b.slot_of(o.inputs[0]);
+    const dtype t = b.type_of(x);
+    const std::uint64_t all = b.elements(o.rows, o.out_width);
+    const std::uint64_t rotated = b.elements(o.rows, detail::checked_mul(o.heads, b.m.rotary_width()));
+    const bool partial = rotated != all;
+    tensor_slot src = x;  // the rotated features (a view of x when partial)
+    dtype rt = promote(t, b.param_type());
+    switch (a.rotation) {
+        case rotary_style::halves: break;
+        case rotary_style::halves_fp32: rt = dtype::fp32; break;
+        case rotary_style::interleaved: rt = t; break;
+        case rotary_style::halves_float_copies:
+            rt = dtype::fp32;
+            src = b.cast(x, rotated, dtype::fp32);  // q.float(), for q * cos
+            break;
+    }
+    const tensor_slot first = b.compute("mul", b.tensor(rotated, rt), rt, {src, no_slot, no_slot}, 0);
+    // The second .float() copy feeds rotate_half.
+    const tensor_slot rot_src = a.rotation == rotary_style::halves_float_copies ? b.cast(x, rotated, dtype::fp32) : src;
+    const dtype rot_t = b.type_of(rot_src);
+    const tensor_slot neg = b.compute("neg", b.tensor(rotated / 2, rot_t), rot_t, {rot_src, no_slot, no_slot}, 0);
+    const tensor_slot turned = b.compute(a.rotation == rotary_style::interleaved ? "stack" : "cat",
+                                         b.tensor(rotated, rot_t), rot_t, {neg, rot_src, no_slot}, 0);
+    const tensor_slot second = b.compute("mul", b.tensor(rotated, promote(rot_t, rt)), promote(rot_t, rt),
+                                         {turned, no_slot, no_slot}, 0);
+    tensor_slot y = b.binary("add", first, second, rotated, 0);
+    if (partial || a.rotary_concat) {
+        const dtype ct = promote(b.type_of(y), t);
+        y = b.compute("cat", b.tensor(all, ct), ct, {y, x, no_slot}, 0);
+    }
+    if (a.rotation == rotary_style::halves_fp32 || a.rotation == rotary_style::halves_float_copies)
+        y = b.cast(y, all, t);
+    return y;
+}
+
+}  // namespace anatomy::detail

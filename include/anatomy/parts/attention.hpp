@@ -1,0 +1,64 @@
+// The attention part: heads, projections, positions and the extras some
+// families add to the scores.
+#pragma once
+
+#include <cstdint>
+
+namespace anatomy {
+
+enum class position_kind {
+    none,           // no position information in attention (learned tables live in the embeddings)
+    rotary,         // RoPE on q and k (a fraction of each head with partial rotary)
+    alibi,          // a per-head linear bias added to the scores (BLOOM, Falcon with alibi)
+    relative_bias,  // T5's learned relative-position bias, computed once per stack
+};
+
+// Where a model normalizes q and k: not at all, per head over head_dim
+// (Qwen3, Gemma 3), or over the whole projection before the head split (OLMo 2).
+enum class qk_norm_kind { none, per_head, full_width };
+
+// How q, k and v leave the input: three projections, or one fused projection
+// whose output is split into views.
+enum class qkv_layout { separate, fused };
+
+// How RoPE is written: rotate_half on the projection's dtype (Llama and most),
+// the same in fp32 and cast back (OLMo 2; ModernBERT, which also takes two
+// .float() copies first), or GPT-J's interleaved rotate_every_two.
+enum class rotary_style { halves, halves_fp32, halves_float_copies, interleaved };
+
+struct attention_part {
+    std::uint64_t heads = 0;
+    std::uint64_t kv_heads = 0;    // 0: as many as heads (no GQA)
+    std::uint64_t head_dim = 0;    // of q and k; 0: hidden / heads
+    std::uint64_t v_head_dim = 0;  // 0: head_dim
+    qkv_layout layout = qkv_layout::separate;
+    bool qkv_bias = false;
+    bool out_bias = false;
+    qk_norm_kind qk_norm = qk_norm_kind::none;
+    position_kind positions = position_kind::rotary;
+    double rotary_fraction = 1.0;  // partial rotary: the share of head_dim that is rotated
+    rotary_style rotation = rotary_style::halves;
+    std::uint64_t relative_buckets = 0;  // T5's relative_attention_num_buckets
+    double logit_softcap = 0.0;  // Gemma 2: tanh(scores / cap) * cap; 0: none
+    double dropout = 0.0;        // on the attention probabilities
+    // Eager attention takes its softmax in fp32 (transformers' Llama-style
+    // eager_attention_forward, T5) rather than in the scores' dtype (BERT, GPT-2).
+    bool eager_softmax_fp32 = true;
+    // The family's PreTrainedModel declares SDPA support; without it
+    // transformers runs eager attention whatever is asked.
+    bool sdpa = true;
+    // Phi-3 writes RoPE as cat(rotated, pass-through) even when nothing passes through.
+    bool rotary_concat = false;
+    // OPT scales q by head_dim^-0.5 right after q_proj: one more tensor.
+    bool scale_query = false;
+    // GPT-J's eager attention upcasts q and k to fp32 before the scores.
+    bool eager_upcast_qk = false;
+    // BLOOM: alibi.baddbmm(q, k^T) makes the scaled, biased scores in one kernel.
+    bool eager_baddbmm = false;
+    // Falcon calls SDPA itself with a mask that is never skipped, and its
+    // q, k and v leave the fused projection as copies (reshape, indexing).
+    bool always_masked = false;
+    bool split_copies = false;
+};
+
+}  // namespace anatomy
