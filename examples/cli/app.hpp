@@ -486,6 +486,9 @@ inline std::string recipe_text(const request& q) {
     std::string out = fmt::format("weights {}, autocast {}, master weights {}, optimizer {}, attention {}",
                                   name_of(r.weights), name_of(r.autocast), name_of(r.master), name_of(r.optimizer),
                                   name_of(r.attention));
+    // transformers 5.17 gives a family without SDPA eager attention.
+    if (r.attention == attention_kernel::sdpa && !q.model.attention.sdpa)
+        out += fmt::format(" (estimated as eager: {} has no SDPA path in transformers 5.17)", q.model.model_type);
     out += fmt::format("\n{:<10}grad accum {}, grad checkpointing {}", "", r.grad_accum,
                        r.grad_checkpointing ? "on" : "off");
     if (r.lora.enabled()) {
@@ -643,6 +646,7 @@ inline ojson inputs_json(std::string_view command, const request& q, bool with_b
     rj["master_weights"] = name_of(r.master);
     rj["optimizer"] = name_of(r.optimizer);
     rj["attention"] = name_of(r.attention);
+    rj["attention_implementation"] = r.attention == attention_kernel::eager || !q.model.attention.sdpa ? "eager" : "sdpa";
     rj["grad_accum"] = r.grad_accum;
     rj["grad_checkpointing"] = r.grad_checkpointing;
     rj["lora_rank"] = r.lora.rank;
