@@ -267,11 +267,28 @@ struct running {
     // is in the first walk or in the last.
     constexpr void repeat(const live_bytes& one, std::uint64_t times) {
         if (times == 0) return;
+        if (times > static_cast<std::uint64_t>(INT64_MAX))
+            throw overflow_error("anatomy: a layer count overflows 63 bits; use fewer layers");
         const auto n = static_cast<std::int64_t>(times);
-        note_peak(live + one.peak, grads + one.grads_at_peak);
-        note_peak(live + (n - 1) * one.now + one.peak, grads + (n - 1) * one.grads + one.grads_at_peak);
-        live += n * one.now;
-        grads += n * one.grads;
+        note_peak(sum(live, one.peak), sum(grads, one.grads_at_peak));
+        note_peak(sum(sum(live, product(n - 1, one.now)), one.peak),
+                  sum(sum(grads, product(n - 1, one.grads)), one.grads_at_peak));
+        live = sum(live, product(n, one.now));
+        grads = sum(grads, product(n, one.grads));
+    }
+    // Signed and checked: a walk's totals may fall, but never wrap.
+    static constexpr std::int64_t product(std::int64_t a, std::int64_t b) {
+        if (a == 0 || b == 0) return 0;
+        const std::uint64_t ua = a < 0 ? 0 - static_cast<std::uint64_t>(a) : static_cast<std::uint64_t>(a);
+        const std::uint64_t ub = b < 0 ? 0 - static_cast<std::uint64_t>(b) : static_cast<std::uint64_t>(b);
+        if (ua > static_cast<std::uint64_t>(INT64_MAX) / ub)
+            throw overflow_error("anatomy: live memory overflows 63 bits in a multiplication; use smaller sizes");
+        return a * b;
+    }
+    static constexpr std::int64_t sum(std::int64_t a, std::int64_t b) {
+        if ((b > 0 && a > INT64_MAX - b) || (b < 0 && a < -INT64_MAX - b))
+            throw overflow_error("anatomy: live memory overflows 63 bits in an addition; use smaller sizes");
+        return a + b;
     }
     // What a walk that started at zero did, as one repeatable walk.
     constexpr live_bytes as_walk() const { return {.now = live, .peak = peak, .grads = grads, .grads_at_peak = grads_at_peak}; }
@@ -471,8 +488,10 @@ private:
                 held_embedding_ = run.input.size;
                 held_embedding_block_ = previous_block_;
             }
-            forward_scoped_ += static_cast<std::int64_t>(checked_mul(run.repeat / walks, allocator_ ? 1 : times)) *
-                               live_bytes::signed_size(walk.forward_scoped());
+            forward_scoped_ = running::sum(
+                forward_scoped_,
+                running::product(live_bytes::signed_size(bytes{checked_mul(run.repeat / walks, allocator_ ? 1 : times)}),
+                                 live_bytes::signed_size(walk.forward_scoped())));
             previous_block_ = walk.output_block();
             if (allocator_) recorded_.push_back(walk.blocks());
         }

@@ -102,28 +102,21 @@ constexpr tensor_slot expand_patch_embed(kernel_builder& b, const op& o) {
     return b.push(k);
 }
 
-// cat((cls_token.expand(batch), patches), dim=1): one more token per sequence.
-constexpr tensor_slot expand_cls_concat(kernel_builder& b, const op& o) {
-    const tensor_slot patches = b.slot_of(o.inputs[0]);
-    const dtype t = promote(b.type_of(patches), b.param_type());
-    kernel k = b.make("cat", b.tensor(b.elements(o.rows, o.out_width), t), t, {patches, no_slot, no_slot});
-    k.requires_grad = b.grad_of(patches) || b.trainable(o);
-    k.grad_inputs = b.grad_of(patches) ? 1 : 0;
-    k.param_grads = b.param_grad_bytes(o);
-    return b.push(k);
-}
-
-// embeddings + position_embeddings (a [1, tokens, hidden] parameter).
-constexpr tensor_slot expand_position_add(kernel_builder& b, const op& o) {
+// x combined with the op's parameter into a new tensor: cat with ViT's CLS
+// token (one more token per sequence), or + its position table. The table's
+// gradient sums the batch: one table-sized partial result.
+constexpr tensor_slot with_parameter(kernel_builder& b, const op& o, const char* what, bool sums_over_batch) {
     const tensor_slot x = b.slot_of(o.inputs[0]);
     const dtype t = promote(b.type_of(x), b.param_type());
-    kernel k = b.make("add", b.tensor(b.elements(o.rows, o.out_width), t), t, {x, no_slot, no_slot});
+    kernel k = b.make(what, b.tensor(b.elements(o.rows, o.out_width), t), t, {x, no_slot, no_slot});
     k.requires_grad = b.grad_of(x) || b.trainable(o);
     k.grad_inputs = b.grad_of(x) ? 1 : 0;
     k.param_grads = b.param_grad_bytes(o);
-    // The table's gradient sums the batch: one table-sized partial result.
-    if (b.trainable(o)) k.backward_workspace = b.tensor(o.weight.numel(), t);
+    if (sums_over_batch && b.trainable(o)) k.backward_workspace = b.tensor(o.weight.numel(), t);
     return b.push(k);
 }
+
+constexpr tensor_slot expand_cls_concat(kernel_builder& b, const op& o) { return with_parameter(b, o, "cat", false); }
+constexpr tensor_slot expand_position_add(kernel_builder& b, const op& o) { return with_parameter(b, o, "add", true); }
 
 }  // namespace anatomy::detail
