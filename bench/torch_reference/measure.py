@@ -88,6 +88,9 @@ def load_specs(path):
 def case_name(spec):
     if spec.get("name"):
         return spec["name"]
+    if "budget_gib" in spec:
+        return "maxb_%s_%s_s%d_%gGiB" % (spec["model"], spec.get("weights") or spec.get("amp") or "fp32",
+                                         spec["seq"], spec["budget_gib"])
     parts = [spec["model"], spec.get("weights") or ("amp-" + spec["amp"] if spec.get("amp") else "fp32")]
     parts.append(spec.get("opt", "adamw"))
     parts.append("b%d_s%d" % (spec["batch"], spec["seq"]))
@@ -114,6 +117,8 @@ def task_of(cfg):
     arch = (getattr(cfg, "architectures", None) or [""])[0] or ""
     if "SequenceClassification" in arch:
         return "seqcls"
+    if "ForMaskedLM" in arch:  # e.g. modernbert-base: masked-LM head, labels = input_ids
+        return "masked-lm"
     if cfg.model_type in SEQCLS:
         return "seqcls"
     if cfg.model_type in SEQ2SEQ:
@@ -126,7 +131,8 @@ def auto_class(task):
     return {"seqcls": transformers.AutoModelForSequenceClassification,
             "causal": transformers.AutoModelForCausalLM,
             "seq2seq": transformers.AutoModelForSeq2SeqLM,
-            "image": transformers.AutoModelForImageClassification}[task]
+            "image": transformers.AutoModelForImageClassification,
+            "masked-lm": transformers.AutoModelForMaskedLM}[task]
 
 
 def families_style(spec):
@@ -892,7 +898,7 @@ def run_case(spec, args):
             lcfg = peft.LoraConfig(r=int(lora_rank), lora_alpha=int(spec.get("lora_alpha", 2 * int(lora_rank))),
                                    target_modules=targets, lora_dropout=float(spec.get("lora_dropout", 0.0)),
                                    task_type={"causal": "CAUSAL_LM", "seqcls": "SEQ_CLS", "seq2seq": "SEQ_2_SEQ_LM",
-                                              "image": None}[task])
+                                              "image": None, "masked-lm": None}[task])
         model = peft.get_peft_model(model, lcfg)
     if inference:
         if spec.get("eval", not fam):
@@ -925,7 +931,7 @@ def run_case(spec, args):
         if not inference:
             if task == "seqcls":
                 batch["labels"] = torch.randint(0, 2, (b,), device="cuda")
-            elif task == "causal":
+            elif task in ("causal", "masked-lm"):
                 batch["labels"] = input_ids
             else:
                 batch["labels"] = torch.randint(lo, hi, (b, int(spec.get("tgt", s))), device="cuda")
@@ -1235,9 +1241,63 @@ def trace_step(torch, model, opt, batch, dev, one_step, base_alloc, b, s, raw, t
 # parent
 # ----------------------------------------------------------------------------------------------
 
+def max_batch_case(spec, args):
+    """As measure_h200.py's max_batch (the families file's `budget_gib` cases): the largest batch
+    that runs two steps (run_case with batch=b, steps=2) under
+    torch.cuda.set_per_process_memory_fraction(budget_gib GiB / total); exponential growth from 1
+    (1, 2, 4, ... while <= `hi`, default 256), then bisection. Only torch.OutOfMemoryError counts
+    as a failure; other errors propagate."""
+    import torch
+    total = torch.cuda.get_device_properties(0).total_memory
+    torch.cuda.set_per_process_memory_fraction(float(spec["budget_gib"]) * 2**30 / total)
+    trials = []
+    env = {}
+
+    def ok(b):
+        pygc.collect()
+        torch.cuda.empty_cache()
+        t0 = time.time()
+        passed = True
+        try:
+            e, r = run_case(dict(spec, batch=b, steps=2), args)
+            env.update(e)
+            trials.append({"batch": b, "ok": True, "peak_alloc": r["peak_alloc"],
+                           "peak_reserved": r["peak_reserved"], "s": round(time.time() - t0, 2)})
+            del r
+        except torch.OutOfMemoryError:
+            passed = False
+        if not passed:
+            trials.append({"batch": b, "ok": False, "s": round(time.time() - t0, 2)})
+        pygc.collect()
+        torch.cuda.empty_cache()
+        return passed
+
+    try:
+        lo, b, hi = 0, 1, int(spec.get("hi", 256))
+        while b <= hi and ok(b):
+            lo = b
+            b *= 2
+        hi = min(b, hi + 1)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if ok(mid):
+                lo = mid
+            else:
+                hi = mid
+    finally:
+        torch.cuda.set_per_process_memory_fraction(1.0)
+    if not env:
+        env = {"torch": torch.__version__, "gpu": torch.cuda.get_device_name(0), "total_mem": total}
+    return env, {"case": spec.get("name") or "maxb_%s" % spec["model"], "spec": spec, "max_batch": lo,
+                 "trials": trials}
+
+
 def child_main(spec, args, path):
     try:
-        env, res = run_case(spec, args)
+        if "budget_gib" in spec:
+            env, res = max_batch_case(spec, args)
+        else:
+            env, res = run_case(spec, args)
         payload = {"env": env, "result": res}
     except Exception:
         payload = {"error": traceback.format_exc()}
@@ -1331,6 +1391,10 @@ def main():
                 json.dump(raw, f)
         out.write(json.dumps(res) + "\n")
         out.flush()
+        if "max_batch" in res:
+            print("[measure] %-45s max_batch=%d  %.1fs" % (name, res["max_batch"], time.time() - t0),
+                  file=sys.stderr, flush=True)
+            continue
         tr = res.get("trace", {}).get("traced_step", {})
         print("[measure] %-45s peak_alloc=%d  traced_peak=%s  %.1fs%s" % (
             name, res["peak_alloc"], tr.get("peak"), time.time() - t0,

@@ -196,7 +196,15 @@ constexpr tensor_slot expand_attention(kernel_builder& b, const op& o) {
     // K/V (no fused kernel takes them), and Falcon's unequal heads.
     if (bias_needs_grad(b, o) || (k_heads != a.heads && (!is_half(t) || b.m.attention.always_masked)))
         return math_attention(b, o, q, k, v, cached);
-    return fused_attention(b, o, q, k, v, masked, k_heads);
+    const tensor_slot y = fused_attention(b, o, q, k, v, masked, k_heads);
+    // RoPE that ends in a cat (partial rotary, Phi-3) leaves q contiguous as
+    // (batch, heads, seq, dim); the fused kernel's output follows q's layout,
+    // so transformers' transpose(1, 2).contiguous() is a copy, which the
+    // output projection keeps (traced: gpt_neox, phi3).
+    if (b.m.attention.positions == position_kind::rotary &&
+        (b.m.rotary_width() < b.m.head_width() || b.m.attention.rotary_concat))
+        return b.pointwise("clone", y, b.elements(a.rows, checked_mul(a.heads, a.v_head_dim)));
+    return y;
 }
 
 // A mask the model builds once per forward and shares across layers. SDPA
