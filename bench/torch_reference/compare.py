@@ -33,7 +33,9 @@ MiB = 1 << 20
 
 def cli_args(spec, configs):
     args = ["estimate", "--config", os.path.join(configs, spec["model"] + ".json"),
-            "--batch", str(spec["batch"]), "--seq", str(spec["seq"]), "--json"]
+            "--batch", str(spec["batch"]), "--json"]
+    if not spec["model"].startswith("vit"):  # an image model's sequence is derived
+        args += ["--seq", str(spec["seq"])]
     if spec.get("tgt"):
         args += ["--target-seq", str(spec["tgt"])]
     if spec.get("weights"):
@@ -55,8 +57,9 @@ def cli_args(spec, configs):
         args += ["--grad-checkpointing"]
     if spec.get("grad_accum", 1) > 1:
         args += ["--grad-accum", str(spec["grad_accum"])]
-    if spec.get("lora_rank"):
-        args += ["--lora-rank", str(spec["lora_rank"]), "--lora-targets", ",".join(spec["lora_targets"])]
+    if spec.get("lora_rank") or spec.get("lora"):  # the families file says lora (alpha 16)
+        args += ["--lora-rank", str(spec.get("lora_rank") or spec["lora"]),
+                 "--lora-targets", ",".join(spec.get("lora_targets", ["q_proj", "v_proj"]))]
         if spec.get("lora_dropout"):
             args += ["--lora-dropout", str(spec["lora_dropout"])]
     return args
@@ -126,6 +129,13 @@ def svg_plot(points, path):
         f.write("\n".join(out) + "\n")
 
 
+# Mixture-of-experts and latent attention, the Trainer and loss-only loops,
+# QLoRA and bitsandbytes' Lion are not modelled yet (as calibration_test.cpp).
+def needs_later_work(spec):
+    return (spec["model"] in ("qwen3-moe-s", "mixtral-s", "deepseek-v2-s") or "loop" in spec or "qlora" in spec
+            or spec.get("opt") == "lion" or "budget_gib" in spec)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--anatomy", required=True, help="path of the anatomy CLI")
@@ -145,6 +155,8 @@ def main():
             spec = case["spec"]
             if spec.get("use_cache") is False and not spec.get("inference"):
                 continue  # training with use_cache=False: not a recipe flag
+            if needs_later_work(spec):
+                continue
             run = subprocess.run([args.anatomy] + cli_args(spec, args.configs), capture_output=True, text=True)
             if run.returncode != 0:
                 sys.exit(f"compare.py: {case['case']}: {run.stderr.strip()}")

@@ -41,7 +41,10 @@ the outputs die before the backward), lora (rank; alpha 16, no task_type), style
 train() mode with use_cache=False unless given).
 Tasks as in measure_h200.py: vit -> image classification (pixel_values of the config's image_size
 in the weight dtype, labels over num_labels); architectures naming *ForSequenceClassification ->
-seqcls; bert/roberta/... -> seqcls; t5/bart/... -> seq2seq; else causal. The asked attn
+seqcls; *ForMaskedLM (modernbert-base) -> masked-lm (AutoModelForMaskedLM, labels = input_ids);
+bert/roberta/... -> seqcls; t5/bart/... -> seq2seq; else causal. A spec with `budget_gib` (and
+optional `hi`, no batch) is a largest-batch search as measure_h200.py's max_batch (see max_batch_case);
+its record holds `max_batch` and the `trials`. The asked attn
 implementation (default sdpa) falls back to eager on ValueError/ImportError; the record says
 `attn_implementation` (what transformers used) and `attn_fallback` (the error, if any).
 """

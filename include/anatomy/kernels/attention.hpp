@@ -198,10 +198,12 @@ constexpr tensor_slot expand_attention(kernel_builder& b, const op& o) {
         return math_attention(b, o, q, k, v, cached);
     const tensor_slot y = fused_attention(b, o, q, k, v, masked, k_heads);
     // RoPE that ends in a cat (partial rotary, Phi-3) leaves q contiguous as
-    // (batch, heads, seq, dim); the fused kernel's output follows q's layout,
-    // so transformers' transpose(1, 2).contiguous() is a copy, which the
-    // output projection keeps (traced: gpt_neox, phi3).
-    if (b.m.attention.positions == position_kind::rotary &&
+    // (batch, heads, seq, dim); cuDNN's output follows q's layout, so
+    // transformers' transpose(1, 2).contiguous() is a copy, which the output
+    // projection keeps (traced: gpt_neox, phi3). The memory-efficient kernel
+    // (fp32) writes (batch, seq, heads, dim) whatever q is: no copy (measured:
+    // pythia-410m fp32).
+    if (is_half(t) && b.m.attention.positions == position_kind::rotary &&
         (b.m.rotary_width() < b.m.head_width() || b.m.attention.rotary_concat))
         return b.pointwise("clone", y, b.elements(a.rows, checked_mul(a.heads, a.v_head_dim)));
     return y;
