@@ -129,11 +129,10 @@ def svg_plot(points, path):
         f.write("\n".join(out) + "\n")
 
 
-# Mixture-of-experts and latent attention, the Trainer and loss-only loops,
-# QLoRA and bitsandbytes' Lion are not modelled yet (as calibration_test.cpp).
+# The Trainer and loss-only loops, QLoRA and bitsandbytes' Lion are not
+# modelled yet (as calibration_test.cpp).
 def needs_later_work(spec):
-    return (spec["model"] in ("qwen3-moe-s", "mixtral-s", "deepseek-v2-s") or "loop" in spec or "qlora" in spec
-            or spec.get("opt") == "lion" or "budget_gib" in spec)
+    return "loop" in spec or "qlora" in spec or spec.get("opt") == "lion" or "budget_gib" in spec
 
 
 def main():

@@ -9,7 +9,7 @@ for l in open('tests/data/families-h200.jsonl'):
     d=json.loads(l)
     if 'case' not in d or 'peak_alloc' not in d: continue
     s=d['spec']
-    if s['model'] in ('qwen3-moe-s','mixtral-s','deepseek-v2-s') or 'loop' in s or 'qlora' in s or s.get('opt')=='lion': continue
+    if 'loop' in s or 'qlora' in s or s.get('opt')=='lion': continue
     a=[(sys.argv[1] if len(sys.argv) > 1 else 'build/examples/anatomy'),'estimate','--config','tests/data/calibration-configs/%s.json'%s['model'],'--batch',str(s['batch']),'--json']
     if s['model']!='vit-s': a+=['--seq',str(s['seq'])]
     if s.get('weights'): a+=['--weights',s['weights']]

@@ -527,6 +527,9 @@ inline void print_header(std::ostream& out, const request& q, bool with_batch) {
 inline void print_estimate(std::ostream& out, const estimate_result& x) {
     const memory_estimate& e = x.e;
     out << fmt::format("{:<18}{:>17}\n", "params", grouped(e.params));
+    if (e.active_params != e.params)
+        out << fmt::format("{:<18}{:>17}  (per token: top-k of the routed experts)\n", "active params",
+                           grouped(e.active_params));
     out << fmt::format("{:<18}{:>17}\n\n", "trainable params", grouped(e.trainable_params));
     constexpr std::string_view row = "{:<18}{:>24}{:>13}{:>12.2f}{:>10.2f}\n";
     constexpr std::string_view heading = "{:<18}{:>24}{:>13}{:>12}{:>10}\n";
@@ -668,6 +671,7 @@ inline ojson inputs_json(std::string_view command, const request& q, bool with_b
 inline void add_estimate_json(ojson& j, const estimate_result& x) {
     const memory_estimate& e = x.e;
     j["params"] = e.params;
+    j["active_params"] = e.active_params;
     j["trainable_params"] = e.trainable_params;
     ojson state = ojson::object();
     for_each_entry(e.model_state, [&](std::string_view name, bytes b) {

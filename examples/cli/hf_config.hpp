@@ -22,6 +22,7 @@
 #include <anatomy/families/gpt2.hpp>
 #include <anatomy/families/llama.hpp>
 #include <anatomy/families/modernbert.hpp>
+#include <anatomy/families/moe.hpp>
 #include <anatomy/families/neox.hpp>
 #include <anatomy/families/opt.hpp>
 #include <anatomy/families/t5.hpp>
@@ -682,13 +683,111 @@ inline model_spec read_t5(const reader& r) {
     return families::t5(s, gated, a, rescale, r.probability_or("dropout_rate", 0.1));
 }
 
+
+// ---- mixtures of experts ----------------------------------------------------
+
+// The routed experts' count and top-k; top-k must be in [1, count].
+inline families::moe_sizes read_moe_counts(const reader& r, std::initializer_list<std::string_view> count_keys,
+                                           std::uint64_t count_default, std::uint64_t top_k_default) {
+    families::moe_sizes e;
+    const std::string_view count_key = r.first_present(count_keys);
+    e.experts = count_key.empty() ? count_default : r.count_or(count_key, count_default);
+    e.top_k = top_k_default == 0 ? r.required_count("num_experts_per_tok") : r.count_or("num_experts_per_tok", top_k_default);
+    if (e.top_k > e.experts)
+        r.fail(fmt::format("key \"num_experts_per_tok\" ({}) exceeds the number of experts ({}); a token picks at most "
+                           "every expert",
+                           e.top_k, e.experts));
+    return e;
+}
+
+// Qwen-style layer selection: only "every layer is MoE" is modelled.
+inline void require_every_layer_moe(const reader& r) {
+    if (r.count_or("decoder_sparse_step", 1) != 1)
+        r.fail("key \"decoder_sparse_step\" is not 1; MoE on every n-th layer only is not modelled yet");
+    if (const json* only = r.find("mlp_only_layers"); only != nullptr && !only->is_null()) {
+        if (!only->is_array()) r.wrong_type("mlp_only_layers", *only, "an array of layer indices");
+        if (!only->empty()) r.fail("key \"mlp_only_layers\" lists dense layers; dense layers among MoE ones are not modelled yet");
+    }
+}
+
+inline model_spec read_mixtral(const reader& r) {
+    const families::sizes s = read_llama_sizes(r, false);
+    families::moe_sizes e = read_moe_counts(r, {"num_local_experts", "num_experts"}, 8, 2);
+    e.hidden = s.ffn;  // intermediate_size is each expert's width
+    model_spec m = families::mixtral(s, e, r.count_or("sliding_window", 0, /*nullable=*/true));
+    m.mlp.act = parse_activation(r, "hidden_act", "silu");
+    m.attention.dropout = r.probability_or("attention_dropout", 0.0);
+    return m;
+}
+
+inline model_spec read_qwen_moe(const reader& r) {
+    const bool qwen3 = r.model_type() == "qwen3_moe";
+    const families::sizes s = read_llama_sizes(r, false);
+    families::moe_sizes e = read_moe_counts(r, {"num_experts"}, qwen3 ? 128 : 60, qwen3 ? 8 : 4);
+    e.hidden = r.count_or("moe_intermediate_size", qwen3 ? 768 : 1408);
+    require_every_layer_moe(r);
+    model_spec m;
+    if (qwen3) {
+        m = families::qwen3_moe(s, e, r.boolean_or("attention_bias", false));
+    } else {
+        e.shared = r.count_or("shared_expert_intermediate_size", 5632);
+        m = families::qwen2_moe(s, e);
+    }
+    m.mlp.act = parse_activation(r, "hidden_act", "silu");
+    m.attention.dropout = r.probability_or("attention_dropout", 0.0);
+    read_qwen_sliding(r, m);
+    return m;
+}
+
+inline model_spec read_olmoe(const reader& r) {
+    const families::sizes s = read_llama_sizes(r, false);
+    families::moe_sizes e = read_moe_counts(r, {"num_experts", "num_local_experts"}, 64, 8);
+    e.hidden = s.ffn;  // intermediate_size is each expert's width; every layer is MoE
+    model_spec m = families::olmoe(s, e, r.boolean_or("attention_bias", false));
+    m.mlp.act = parse_activation(r, "hidden_act", "silu");
+    m.attention.dropout = r.probability_or("attention_dropout", 0.0);
+    return m;
+}
+
+inline model_spec read_deepseek(const reader& r) {
+    const bool v3 = r.model_type() == "deepseek_v3";
+    const families::sizes s = read_llama_sizes(r, false);
+    families::moe_sizes e = read_moe_counts(r, {"n_routed_experts", "num_local_experts"}, v3 ? 256 : 64, v3 ? 8 : 0);
+    e.hidden = r.count_or("moe_intermediate_size", v3 ? 2048 : 1407);
+    e.shared = detail::checked_mul(r.index_or("n_shared_experts", v3 ? 1 : 2), e.hidden);
+    e.first_dense = r.index_or("first_k_dense_replace", v3 ? 3 : 0);
+    if (e.first_dense > s.layers)
+        r.fail(fmt::format("key \"first_k_dense_replace\" ({}) exceeds \"num_hidden_layers\" ({})", e.first_dense, s.layers));
+    if (r.count_or("moe_layer_freq", 1) != 1)
+        r.fail("key \"moe_layer_freq\" is not 1; MoE on every n-th layer only is not modelled yet");
+    families::latent_sizes a;
+    // q_lora_rank null: one q_proj (DeepSeek-V2-Lite).
+    const json* q_rank = r.find("q_lora_rank");
+    a.q_lora_rank = q_rank != nullptr && q_rank->is_null() ? 0 : r.index_or("q_lora_rank", 1536);
+    if (const json* rank = r.find("kv_lora_rank"); rank != nullptr && rank->is_number_integer() && rank->get<std::int64_t>() == 0)
+        r.fail("key \"kv_lora_rank\" is 0, but the config has latent-attention keys (qk_nope_head_dim, "
+               "qk_rope_head_dim); the latent needs a rank > 0");
+    a.kv_lora_rank = r.count_or("kv_lora_rank", 512);
+    a.nope = r.count_or("qk_nope_head_dim", 128);
+    a.rope = r.count_or("qk_rope_head_dim", 64);
+    a.v = r.count_or("v_head_dim", 128);
+    families::sizes dense = s;
+    dense.head_dim = 0;  // MLA's head dims come from the latent keys
+    model_spec m = v3 ? families::deepseek_v3(dense, e, a, r.boolean_or("rope_interleave", true))
+                      : families::deepseek_v2(dense, e, a);
+    m.mlp.act = parse_activation(r, "hidden_act", "silu");
+    m.attention.dropout = r.probability_or("attention_dropout", 0.0);
+    m.attention.qkv_bias = m.attention.out_bias = r.boolean_or("attention_bias", false);
+    return m;
+}
+
 struct family_reader {
     std::string_view model_type;
     model_spec (*read)(const reader&);
     void (*check_task)(const reader&, const model_spec&) = nullptr;  // family rules on the resolved task
 };
 
-inline constexpr std::array<family_reader, 21> family_readers{{
+inline constexpr std::array<family_reader, 27> family_readers{{
     {"bert", read_bert_like},
     {"roberta", read_bert_like},
     {"distilbert", read_bert_like},
@@ -710,6 +809,12 @@ inline constexpr std::array<family_reader, 21> family_readers{{
     {"bloom", read_bloom},
     {"vit", read_vit},
     {"t5", read_t5},
+    {"mixtral", read_mixtral},
+    {"qwen2_moe", read_qwen_moe},
+    {"qwen3_moe", read_qwen_moe},
+    {"olmoe", read_olmoe},
+    {"deepseek_v2", read_deepseek},
+    {"deepseek_v3", read_deepseek},
 }};
 
 inline std::string supported_model_types() {

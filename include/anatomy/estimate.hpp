@@ -28,6 +28,9 @@ struct phase_peaks {
 
 struct memory_estimate {
     std::uint64_t params = 0;
+    // What one token passes through: params less the routed experts it does
+    // not use (a dense model: params). Memory follows params, compute this.
+    std::uint64_t active_params = 0;
     std::uint64_t trainable_params = 0;
     memory_ledger model_state{};  // weights, gradients, master weights, optimizer state: exact bytes
     memory_ledger ledger{};       // what is alive at the peak, entry by entry; sums to `peak`
@@ -624,6 +627,8 @@ constexpr memory_estimate estimate(const model_spec& model, const recipe& r, con
 
     memory_estimate e{};
     const state_count st = detail::count_model_state(graph, r, e);
+    // LoRA adapters are not in the graph: every token passes through them.
+    e.active_params = detail::checked_add(active_parameter_count(graph, model), e.params - parameter_count(graph));
     e.model_state = st.logical;
     (r.offload_to == offload_device::nvme ? e.nvme : e.host) = st.host;
     // Gradients of earlier micro-steps, or DDP's buckets viewed as gradients,

@@ -111,11 +111,43 @@ public:
         o.dropout = m.attention.dropout;
         return add(o, {q, k, v});
     }
-    constexpr op_input rotary(module_path module, rows_of rows, std::uint64_t heads, const model_spec& m, op_input x) {
-        op o = make_op(op_kind::rotary, module, rows, heads * m.head_width(), heads * m.head_width());
+    // RoPE on `heads` heads of `head_dim` features (0: the model's head width).
+    constexpr op_input rotary(module_path module, rows_of rows, std::uint64_t heads, const model_spec& m, op_input x,
+                              std::uint64_t head_dim = 0) {
+        const std::uint64_t width = detail::checked_mul(heads, head_dim == 0 ? m.head_width() : head_dim);
+        op o = make_op(op_kind::rotary, module, rows, width, width);
         o.heads = heads;
-        o.head_dim = m.head_width();
+        o.head_dim = head_dim == 0 ? m.head_width() : head_dim;
         return add(o, {x, no_input, no_input});
+    }
+    constexpr op_input concat(module_path module, rows_of rows, std::uint64_t width, op_input a, op_input b) {
+        return add(make_op(op_kind::concat, module, rows, width, width), {a, b, no_input});
+    }
+    constexpr op_input cache_append(module_path module, rows_of rows, std::uint64_t width, op_input x) {
+        return add(make_op(op_kind::cache_append, module, rows, width, width), {x, no_input, no_input});
+    }
+    // The router: logits over `experts.count`, scores, top-k weights per token.
+    constexpr op_input router(module_path module, const model_spec& m, op_input x) {
+        op o = make_op(op_kind::router, module, rows_of::source_tokens, m.hidden, m.experts.count);
+        o.weight = {m.experts.count, m.hidden};
+        return add(o, {x, no_input, no_input});
+    }
+    // The experts' 3-D gate_up_proj [count, 2 x hidden, model hidden] and
+    // down_proj [count, model hidden, hidden], held here as matrices of the same size.
+    constexpr op_input experts_up(module_path module, const model_spec& m, op_input x) {
+        const std::uint64_t width = detail::checked_mul(2, m.experts.hidden);
+        op o = make_op(op_kind::experts_up, module, rows_of::routed_tokens, m.hidden, width);
+        o.weight = {detail::checked_mul(m.experts.count, width), m.hidden};
+        return add(o, {x, no_input, no_input});
+    }
+    constexpr op_input experts_down(module_path module, const model_spec& m, op_input x) {
+        op o = make_op(op_kind::experts_down, module, rows_of::routed_tokens, m.experts.hidden, m.hidden);
+        o.weight = {detail::checked_mul(m.experts.count, m.hidden), m.experts.hidden};
+        return add(o, {x, no_input, no_input});
+    }
+    constexpr op_input experts_combine(module_path module, const model_spec& m, op_input down, op_input weights) {
+        return add(make_op(op_kind::experts_combine, module, rows_of::source_tokens, m.hidden, m.hidden),
+                   {down, weights, no_input});
     }
     // A view of features [offset, offset + width) of a fused projection's
     // output; `heads` > 0 marks q, k or v of a fused qkv.
@@ -244,7 +276,54 @@ constexpr module_path in(std::string_view scope, std::string_view name) { return
 
 // Self-attention from the normed input `x`: projections, q/k norms, rotary,
 // the attention call and the output projection.
+// DeepSeek's multi-head latent attention: q (through a low-rank bottleneck or
+// not), a latent of kv_lora_rank plus rope_head_dim shared rotary features,
+// keys and values expanded from the latent by kv_b_proj.
+constexpr op_input latent_attention(stage_builder& l, const model_spec& m, std::uint64_t window, op_input x) {
+    constexpr auto tok = rows_of::source_tokens;
+    const module_names& n = m.names;
+    const attention_part& a = m.attention;
+    const std::uint64_t heads = m.heads();
+    const std::uint64_t rope = a.rope_head_dim;
+    const std::uint64_t nope = m.head_width() - rope;
+    const std::uint64_t v = m.v_head_width();
+    const std::uint64_t qk = m.q_width();
+    op_input q = no_input;
+    if (a.q_lora_rank > 0) {
+        q = l.linear(in(n.attention, "q_a_proj"), tok, m.hidden, a.q_lora_rank, a.qkv_bias, x);
+        q = l.norm(in(n.attention, "q_a_layernorm"), tok, a.q_lora_rank, m.norm, q);
+        q = l.linear(in(n.attention, "q_b_proj"), tok, a.q_lora_rank, qk, false, q);
+    } else {
+        q = l.linear(in(n.attention, n.q), tok, m.hidden, qk, a.qkv_bias, x);
+    }
+    const op_input compressed = l.linear(in(n.attention, "kv_a_proj_with_mqa"), tok, m.hidden, a.kv_lora_rank + rope,
+                                         a.qkv_bias, x);
+    op_input latent = l.split(in(n.attention, "kv_latent"), tok, 0, a.kv_lora_rank, compressed);
+    op_input k_pe = l.split(in(n.attention, "k_pe"), tok, a.kv_lora_rank, rope, compressed);
+    latent = l.norm(in(n.attention, "kv_a_layernorm"), tok, a.kv_lora_rank, m.norm, latent);
+    const op_input q_pe = l.rotary(in(n.attention, "rotary_q"), tok, heads, m,
+                                   l.split(in(n.attention, "q_pe"), tok, detail::checked_mul(heads, nope),
+                                           detail::checked_mul(heads, rope), q),
+                                   rope);
+    k_pe = l.rotary(in(n.attention, "rotary_k"), tok, 1, m, k_pe, rope);
+    // The cache keeps the latent and the rotary part, not per-head keys and values.
+    if (m.stack == stack_kind::decoder) {
+        latent = l.cache_append(in(n.attention, "cache_latent"), tok, a.kv_lora_rank, latent);
+        k_pe = l.cache_append(in(n.attention, "cache_k_pe"), tok, rope, k_pe);
+    }
+    const op_input query = l.concat(in(n.attention, "query_states"), tok, qk, q, q_pe);
+    const op_input kv = l.linear(in(n.attention, "kv_b_proj"), tok, a.kv_lora_rank,
+                                 detail::checked_mul(heads, nope + v), false, latent);
+    const op_input k_nope = l.split(in(n.attention, "k_nope"), tok, 0, detail::checked_mul(heads, nope), kv);
+    const op_input value = l.split(in(n.attention, "value_states"), tok, detail::checked_mul(heads, nope),
+                                   detail::checked_mul(heads, v), kv);
+    const op_input key = l.concat(in(n.attention, "key_states"), tok, qk, k_nope, k_pe);
+    const op_input ctx = l.attention(in(n.attention, "attention"), tok, m, true, window, tok, query, key, value);
+    return l.linear(in(n.attention, n.o), tok, m.attention_out_width(), m.hidden, a.out_bias, ctx);
+}
+
 constexpr op_input self_attention(stage_builder& l, const model_spec& m, std::uint64_t window, op_input x) {
+    if (m.attention.latent()) return latent_attention(l, m, window, x);
     constexpr auto tok = rows_of::source_tokens;
     const module_names& n = m.names;
     const attention_part& a = m.attention;
@@ -301,9 +380,43 @@ constexpr op_input mlp(stage_builder& l, const model_spec& m, op_input x) {
     return l.linear(in(n.mlp, n.down), tok, f, m.hidden, p.bias, hidden);
 }
 
+// A mixture of experts: the router's top-k weights, the routed rows through
+// the experts' gate_up and down projections, their weighted sum per token,
+// plus the shared experts.
+constexpr op_input experts(stage_builder& l, const model_spec& m, op_input x) {
+    constexpr auto tok = rows_of::source_tokens;
+    constexpr auto routed = rows_of::routed_tokens;
+    const module_names& n = m.names;
+    const experts_part& e = m.experts;
+    const std::uint64_t f = e.hidden;
+    const op_input weights = l.router(in(n.mlp, "gate"), m, x);
+    const op_input up = l.experts_up(in(n.mlp, "experts.gate_up_proj"), m, x);
+    const op_input act = l.activation(in(n.mlp, "experts.act_fn"), routed, f, m.mlp.act,
+                                      l.split(in(n.mlp, "experts.gate"), routed, 0, f, up));
+    const op_input prod = l.pointwise(op_kind::gate, in(n.mlp, "experts.gate_mul"), routed, f,
+                                      {act, l.split(in(n.mlp, "experts.up"), routed, f, f, up), no_input});
+    const op_input down = l.experts_down(in(n.mlp, "experts.down_proj"), m, prod);
+    op_input y = l.experts_combine(in(n.mlp, "experts.combine"), m, down, weights);
+    if (e.shared_hidden == 0) return y;
+    const std::string_view scope = e.shared_gate ? "shared_expert" : "shared_experts";
+    const op_input gate = l.linear(in(scope, n.gate), tok, m.hidden, e.shared_hidden, false, x);
+    const op_input gate_act = l.activation(in(scope, "act"), tok, e.shared_hidden, m.mlp.act, gate);
+    const op_input shared_up = l.linear(in(scope, n.up), tok, m.hidden, e.shared_hidden, false, x);
+    const op_input shared_prod = l.pointwise(op_kind::gate, in(scope, "gate_mul"), tok, e.shared_hidden,
+                                             {gate_act, shared_up, no_input});
+    op_input shared = l.linear(in(scope, n.down), tok, e.shared_hidden, m.hidden, false, shared_prod);
+    if (e.shared_gate) {
+        const op_input g = l.activation(in(n.mlp, "shared_expert_gate.sigmoid"), tok, 1, activation::sigmoid,
+                                        l.linear(in(n.mlp, "shared_expert_gate"), tok, m.hidden, 1, false, x));
+        shared = l.pointwise(op_kind::gate, in(n.mlp, "shared_expert_gate.mul"), tok, m.hidden, {g, shared, no_input});
+    }
+    return l.residual(in(n.mlp, "shared_sum"), tok, m.hidden, y, shared);
+}
+
 // One layer of an encoder or decoder stack, its parts arranged as
-// block_part says.
-constexpr void layer(stage_builder l, const model_spec& m, std::uint64_t window, bool attention_norm) {
+// block_part says; `moe`: experts in place of the MLP.
+constexpr void layer(stage_builder l, const model_spec& m, std::uint64_t window, bool attention_norm, bool moe = false) {
+    const auto feed_forward = [&](op_input x) { return moe ? experts(l, m, x) : mlp(l, m, x); };
     constexpr auto tok = rows_of::source_tokens;
     const module_names& n = m.names;
     const block_part& b = m.block;
@@ -328,7 +441,7 @@ constexpr void layer(stage_builder l, const model_spec& m, std::uint64_t window,
             if (b.placement == norm_placement::sandwich) a = norm(n.attention_out_norm, a);
             a = l.dropout(in(n.attention, "resid_dropout"), tok, h, attn_drop, a);
             const op_input mid = l.residual(in("", "attention_residual"), tok, h, a, stage_input);
-            op_input f = mlp(l, m, norm(n.mlp_norm, mid));
+            op_input f = feed_forward(norm(n.mlp_norm, mid));
             if (b.placement == norm_placement::sandwich) f = norm(n.mlp_out_norm, f);
             f = l.dropout(in(n.mlp, "dropout"), tok, h, b.dropout, f);
             l.residual(in("", "mlp_residual"), tok, h, f, mid);
@@ -400,20 +513,29 @@ constexpr void layer_stages(graph_builder& g, const model_spec& m) {
         layer(g.add_block(m.names.layers, 1), m, m.pattern.window_of(0), false);
         first = 1;
     }
-    const std::uint64_t count = m.layers - first;
-    if (count == 0) return;
-    const std::uint64_t period = m.pattern.uniform() ? 1 : m.pattern.length;
     // Appends stages for `n` layers from layer `from` on, one per run of equal windows.
+    bool moe = false;
     auto runs = [&](std::uint64_t from, std::uint64_t n) {
         std::uint64_t i = 0;
         while (i < n) {
             const std::uint64_t window = m.pattern.window_of(from + i);
             std::uint64_t same = 1;
             while (i + same < n && m.pattern.window_of(from + i + same) == window) ++same;
-            layer(g.add_block(m.names.layers, same), m, window, true);
+            layer(g.add_block(m.names.layers, same), m, window, true, moe);
             i += same;
         }
     };
+    // A mixture of experts' first layers keep a dense MLP (DeepSeek).
+    if (m.experts.enabled()) {
+        if (m.experts.first_dense > first) {
+            runs(first, m.experts.first_dense - first);
+            first = m.experts.first_dense;
+        }
+        moe = true;
+    }
+    const std::uint64_t count = m.layers - first;
+    if (count == 0) return;
+    const std::uint64_t period = m.pattern.uniform() ? 1 : m.pattern.length;
     const std::uint64_t times = count / period;
     if (period == 1 || times < 2) {
         runs(first, count);
@@ -636,6 +758,20 @@ constexpr std::uint64_t parameter_count(const op_graph& graph) {
     for (std::size_t i = 0; i < graph.stages.size(); ++i)
         for (const op& o : graph.stages[i].ops)
             total = detail::checked_add(total, detail::checked_mul(graph.copies(i), o.params()));
+    return total;
+}
+
+// The parameters one token passes through: everything but the routed
+// experts, plus top_k of them. Memory follows parameter_count (every expert's
+// weights, gradients and optimizer state are held); compute follows this.
+constexpr std::uint64_t active_parameter_count(const op_graph& graph, const model_spec& m) {
+    std::uint64_t total = 0;
+    for (std::size_t i = 0; i < graph.stages.size(); ++i)
+        for (const op& o : graph.stages[i].ops) {
+            const bool routed = o.kind == op_kind::experts_up || o.kind == op_kind::experts_down;
+            const std::uint64_t p = routed ? detail::checked_mul(o.params() / m.experts.count, m.experts.top_k) : o.params();
+            total = detail::checked_add(total, detail::checked_mul(graph.copies(i), p));
+        }
     return total;
 }
 

@@ -11,6 +11,7 @@
 
 #include <anatomy/kernels/attention.hpp>
 #include <anatomy/kernels/builder.hpp>
+#include <anatomy/kernels/experts.hpp>
 #include <anatomy/kernels/head.hpp>
 #include <anatomy/kernels/kernel.hpp>
 #include <anatomy/kernels/linear.hpp>
@@ -45,6 +46,12 @@ constexpr tensor_slot expand_op(kernel_builder& b, const op& o) {
         case op_kind::pool: return expand_pool(b, o);
         case op_kind::mean_pool: return expand_mean_pool(b, o);
         case op_kind::loss: return expand_loss(b, o);
+        case op_kind::concat: return expand_binary(b, o, "cat", 0);
+        case op_kind::cache_append: return expand_cache_append(b, o);
+        case op_kind::router: return expand_router(b, o);
+        case op_kind::experts_up: return expand_experts_up(b, o);
+        case op_kind::experts_down: return expand_experts_down(b, o);
+        case op_kind::experts_combine: return expand_experts_combine(b, o);
     }
     return no_slot;
 }

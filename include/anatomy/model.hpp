@@ -9,6 +9,7 @@
 #include <anatomy/parts/attention.hpp>
 #include <anatomy/parts/block.hpp>
 #include <anatomy/parts/embedding.hpp>
+#include <anatomy/parts/experts.hpp>
 #include <anatomy/parts/head.hpp>
 #include <anatomy/parts/layers.hpp>
 #include <anatomy/parts/mlp.hpp>
@@ -35,6 +36,7 @@ struct model_spec {
     std::uint64_t decoder_layers = 0;  // encoder-decoder only
     attention_part attention{};
     mlp_part mlp{};
+    experts_part experts{};  // a mixture of experts in place of the MLP (from layer experts.first_dense on)
     norm_part norm{};
     block_part block{};
     embedding_part embedding{};
@@ -59,6 +61,7 @@ struct model_spec {
     // Rotated features of each head: a whole, even number of them.
     constexpr std::uint64_t rotary_width() const {
         if (attention.positions != position_kind::rotary) return 0;
+        if (attention.latent()) return attention.rope_head_dim;
         const auto rotated = static_cast<std::uint64_t>(static_cast<double>(head_width()) * attention.rotary_fraction);
         return rotated - rotated % 2;
     }
@@ -123,6 +126,17 @@ constexpr void validate(const model_spec& m) {
             "anatomy::validate(model_spec): a classifier needs num_labels > 0");
     require(m.block.residual == residual_kind::sequential || m.block.placement == norm_placement::pre,
             "anatomy::validate(model_spec): a parallel residual block needs pre-norm placement");
+    const experts_part& e = m.experts;
+    require(!e.enabled() || (e.top_k >= 1 && e.top_k <= e.count),
+            "anatomy::validate(model_spec): experts.top_k (num_experts_per_tok) must be in [1, experts.count]");
+    require(!e.enabled() || e.hidden > 0, "anatomy::validate(model_spec): experts.hidden (moe_intermediate_size) must be > 0");
+    require(e.first_dense <= m.layers,
+            "anatomy::validate(model_spec): experts.first_dense (first_k_dense_replace) exceeds the layers");
+    require(!e.enabled() || (m.stack == stack_kind::decoder && m.block.residual == residual_kind::sequential),
+            "anatomy::validate(model_spec): experts are modelled in sequential decoder layers");
+    require(!m.attention.latent() ||
+                (m.attention.rope_head_dim > 0 && m.attention.rope_head_dim < m.head_width() && m.stack == stack_kind::decoder),
+            "anatomy::validate(model_spec): latent attention needs 0 < rope_head_dim < head_dim (qk_nope + qk_rope)");
 }
 
 }  // namespace anatomy

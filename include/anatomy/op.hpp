@@ -24,6 +24,12 @@ enum class op_kind {
     position_bias,  // T5 relative attention bias, computed once per stack
     alibi,          // ALiBi slopes times positions, built once per forward
     mask,           // an attention mask, built once per forward
+    concat,         // torch.cat of two tensors along features (MLA's q and k)
+    cache_append,   // a DynamicCache update: a copy the step's output keeps (MLA's latent)
+    router,         // a mixture of experts' router: logits, scores, top-k weights
+    experts_up,     // tokens gathered by expert, then grouped_mm with the experts' gate_up_proj
+    experts_down,   // grouped_mm with the experts' down_proj
+    experts_combine,  // routing weights times expert outputs, back in token order, summed over top_k
     rotary,         // RoPE applied to q or k
     split,          // a view of part of a fused projection (q, k, v of a fused qkv; gate/up halves)
     activation,     // pointwise nonlinearity
@@ -37,8 +43,9 @@ enum class op_kind {
     loss,           // cross-entropy over the head's logits
 };
 
-// What one row of an op's output is.
-enum class rows_of { source_tokens, target_tokens, sequences };
+// What one row of an op's output is: a token, a sequence, or one of the
+// tokens x top_k (token, expert) pairs a mixture of experts routes.
+enum class rows_of { source_tokens, target_tokens, sequences, routed_tokens };
 
 // Where an op's input comes from: an earlier op of the same stage (its index),
 // the stage's input (the previous stage's output), or the encoder's output

@@ -11,6 +11,7 @@
 #include <anatomy/families/gpt2.hpp>
 #include <anatomy/families/llama.hpp>
 #include <anatomy/families/modernbert.hpp>
+#include <anatomy/families/moe.hpp>
 #include <anatomy/families/neox.hpp>
 #include <anatomy/families/opt.hpp>
 #include <anatomy/families/t5.hpp>
@@ -97,6 +98,16 @@ inline constexpr model_spec t5_3b = families::t5({.vocab = 32128, .d_model = 102
 inline constexpr model_spec t5_11b = families::t5({.vocab = 32128, .d_model = 1024, .d_kv = 128, .d_ff = 65536, .layers = 24, .decoder_layers = 24, .heads = 128}, false, activation::relu, true);
 inline constexpr model_spec flan_t5_base = families::t5({.vocab = 32128, .d_model = 768, .d_kv = 64, .d_ff = 2048, .layers = 12, .decoder_layers = 12, .heads = 12}, true, activation::gelu_new, false);
 inline constexpr model_spec t5_v1_1_base = families::t5({.vocab = 32128, .d_model = 768, .d_kv = 64, .d_ff = 2048, .layers = 12, .decoder_layers = 12, .heads = 12}, true, activation::gelu_new, false);
+// Mixtures of experts.
+inline constexpr model_spec mixtral_8x7b = families::mixtral({.vocab = 32000, .hidden = 4096, .layers = 32, .heads = 32, .kv_heads = 8, .ffn = 14336}, {.experts = 8, .top_k = 2, .hidden = 14336});
+inline constexpr model_spec mixtral_8x22b = families::mixtral({.vocab = 32768, .hidden = 6144, .layers = 56, .heads = 48, .kv_heads = 8, .ffn = 16384}, {.experts = 8, .top_k = 2, .hidden = 16384});
+inline constexpr model_spec qwen1_5_moe_a2_7b = families::qwen2_moe({.vocab = 151936, .hidden = 2048, .layers = 24, .heads = 16, .kv_heads = 16, .ffn = 5632}, {.experts = 60, .top_k = 4, .hidden = 1408, .shared = 5632});
+inline constexpr model_spec qwen3_30b_a3b = families::qwen3_moe({.vocab = 151936, .hidden = 2048, .layers = 48, .heads = 32, .kv_heads = 4, .head_dim = 128, .ffn = 6144}, {.experts = 128, .top_k = 8, .hidden = 768});
+inline constexpr model_spec qwen3_235b_a22b = families::qwen3_moe({.vocab = 151936, .hidden = 4096, .layers = 94, .heads = 64, .kv_heads = 4, .head_dim = 128, .ffn = 12288}, {.experts = 128, .top_k = 8, .hidden = 1536});
+inline constexpr model_spec olmoe_1b_7b = families::olmoe({.vocab = 50304, .hidden = 2048, .layers = 16, .heads = 16, .kv_heads = 16, .ffn = 1024}, {.experts = 64, .top_k = 8, .hidden = 1024});
+inline constexpr model_spec deepseek_v2_lite = families::deepseek_v2({.vocab = 102400, .hidden = 2048, .layers = 27, .heads = 16, .ffn = 10944}, {.experts = 64, .top_k = 6, .hidden = 1408, .shared = 2816, .first_dense = 1}, {.q_lora_rank = 0, .kv_lora_rank = 512, .nope = 128, .rope = 64, .v = 128});
+inline constexpr model_spec deepseek_v2 = families::deepseek_v2({.vocab = 102400, .hidden = 5120, .layers = 60, .heads = 128, .ffn = 12288}, {.experts = 160, .top_k = 6, .hidden = 1536, .shared = 3072, .first_dense = 1}, {.q_lora_rank = 1536, .kv_lora_rank = 512, .nope = 128, .rope = 64, .v = 128});
+inline constexpr model_spec deepseek_v3 = families::deepseek_v3({.vocab = 129280, .hidden = 7168, .layers = 61, .heads = 128, .ffn = 18432}, {.experts = 256, .top_k = 8, .hidden = 2048, .shared = 2048, .first_dense = 3}, {.q_lora_rank = 1536, .kv_lora_rank = 512, .nope = 128, .rope = 64, .v = 128});
 // GPT-3 175B (Brown et al., 2020, Table 2.1) in the GPT-2 layout; no checkpoint.
 inline constexpr model_spec gpt3_175b = families::gpt2({.vocab = 50257, .hidden = 12288, .layers = 96, .heads = 96, .ffn = 49152, .tied = true}, 2048);
 
@@ -180,6 +191,15 @@ named_preset{"bert-base", bert_base},
     named_preset{"t5-11b", t5_11b},
     named_preset{"flan-t5-base", flan_t5_base},
     named_preset{"t5-v1_1-base", t5_v1_1_base},
+    named_preset{"mixtral-8x7b", mixtral_8x7b},
+    named_preset{"mixtral-8x22b", mixtral_8x22b},
+    named_preset{"qwen1.5-moe-a2.7b", qwen1_5_moe_a2_7b},
+    named_preset{"qwen3-30b-a3b", qwen3_30b_a3b},
+    named_preset{"qwen3-235b-a22b", qwen3_235b_a22b},
+    named_preset{"olmoe-1b-7b", olmoe_1b_7b},
+    named_preset{"deepseek-v2-lite", deepseek_v2_lite},
+    named_preset{"deepseek-v2", deepseek_v2},
+    named_preset{"deepseek-v3", deepseek_v3},
     named_preset{"gpt3-175b", gpt3_175b},
 };
 

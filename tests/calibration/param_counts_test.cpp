@@ -101,10 +101,10 @@ TEST_CASE("every config read from config.json has transformers' parameter count,
         CHECK(parameter_count(lower(model.spec)) == it.value().at("params").get<std::uint64_t>());
         ++checked;
     }
-    CHECK(checked == 215);
-    // Mixture-of-experts and latent attention (issue 10): each of these
-    // configs, with and without a seq-cls head, is not read yet.
+    CHECK(checked == 238);
+    // gpt_oss (attention sinks, its router) and llama4_text (chunked attention,
+    // dense experts) are not read yet: their two configs each.
     std::sort(unsupported.begin(), unsupported.end());
     unsupported.erase(std::unique(unsupported.begin(), unsupported.end()), unsupported.end());
-    CHECK(unsupported.size() == 16);
+    CHECK(unsupported.size() == 4);
 }

@@ -41,6 +41,16 @@ constexpr bool kv_cached(const kernel_builder& b, const op& o) {
     return has_cache && (b.r.inference ? b.r.kv_cache : !b.r.grad_checkpointing);
 }
 
+// A cache update of something other than per-head keys and values (MLA's
+// latent): a copy the step's output keeps, returned in place of its input.
+constexpr tensor_slot expand_cache_append(kernel_builder& b, const op& o) {
+    const tensor_slot x = b.slot_of(o.inputs[0]);
+    if (!kv_cached(b, o)) return x;
+    const tensor_slot copy = b.pointwise("cat", x, b.elements(o.rows, o.out_width));
+    b.at(copy).held = true;
+    return copy;
+}
+
 // T5's relative bias has a gradient in its self-attention (and, under
 // gradient checkpointing, transformers marks the cross-attention's too).
 constexpr bool bias_needs_grad(const kernel_builder& b, const op& o) {
@@ -164,7 +174,8 @@ constexpr tensor_slot expand_attention(kernel_builder& b, const op& o) {
     tensor_slot k = b.slot_of(o.inputs[1]);
     tensor_slot v = b.slot_of(o.inputs[2]);
     const attention_shape a = shape_of(b, o);
-    const bool cached = kv_cached(b, o);
+    // Latent attention caches its latent (cache_append), not k and v.
+    const bool cached = kv_cached(b, o) && !b.m.attention.latent();
     if (cached) {
         // The cache's empty tensors take the key dtype, and cat promotes
         // the values to it. The cache lives in the model output: all step.

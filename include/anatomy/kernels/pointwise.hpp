@@ -38,6 +38,7 @@ constexpr tensor_slot expand_activation(kernel_builder& b, const op& o) {
         case activation::silu: return b.pointwise("silu", x, n, 1);
         case activation::relu: return b.pointwise("relu", x, n, 0, true);
         case activation::tanh: return b.pointwise("tanh", x, n, 0, true);
+        case activation::sigmoid: return b.pointwise("sigmoid", x, n, 0, true);
         case activation::gelu_tanh: return b.pointwise("gelu", x, n, 1);
         case activation::bloom_gelu: return b.pointwise("GeLUFunction", x, n, 1);
         case activation::gelu_new: return gelu_new(b, x, n);

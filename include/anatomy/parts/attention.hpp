@@ -59,6 +59,15 @@ struct attention_part {
     // q, k and v leave the fused projection as copies (reshape, indexing).
     bool always_masked = false;
     bool split_copies = false;
+    // Multi-head latent attention (DeepSeek-V2/V3): q through a low-rank
+    // bottleneck (q_lora_rank, 0: one q_proj), keys and values expanded from
+    // a kv_lora_rank-wide latent plus rope_head_dim shared rotary features;
+    // head_dim is nope + rope. The cache keeps the latent and the rotary part.
+    std::uint64_t q_lora_rank = 0;
+    std::uint64_t kv_lora_rank = 0;  // 0: not latent attention
+    std::uint64_t rope_head_dim = 0;
+
+    constexpr bool latent() const { return kv_lora_rank > 0; }
 };
 
 }  // namespace anatomy

@@ -9,7 +9,7 @@ namespace anatomy {
 // `gelu_tanh` is one kernel (gelu_pytorch_tanh), `gelu_new` a Python
 // expression of eight (GPT-2's and GPT-J's NewGELUActivation), `bloom_gelu`
 // one autograd function that saves only its input (BLOOM's GeLUFunction).
-enum class activation { gelu, gelu_tanh, gelu_new, bloom_gelu, relu, silu, tanh };
+enum class activation { gelu, gelu_tanh, gelu_new, bloom_gelu, relu, silu, tanh, sigmoid };
 
 enum class mlp_kind { plain, gated };
 

@@ -1,0 +1,89 @@
+// Mixtures of experts: Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE, DeepSeek-V2/V3.
+// Each is a dense family's attention with experts (parts/experts.hpp) in
+// place of its MLP; DeepSeek adds latent attention.
+#pragma once
+
+#include <anatomy/families/llama.hpp>
+#include <anatomy/families/sizes.hpp>
+#include <anatomy/model.hpp>
+
+namespace anatomy::families {
+
+struct moe_sizes {
+    std::uint64_t experts = 0;      // routed experts
+    std::uint64_t top_k = 0;        // experts per token
+    std::uint64_t hidden = 0;       // each expert's width
+    std::uint64_t shared = 0;       // the shared experts' width (0: none)
+    std::uint64_t first_dense = 0;  // leading layers with a dense MLP
+};
+
+// Mixtral: Mistral's attention; intermediate_size is each expert's width;
+// the routing weights stay fp32 into the combine.
+constexpr model_spec mixtral(const sizes& s, const moe_sizes& e, std::uint64_t sliding_window = 0) {
+    model_spec m = mistral(s, sliding_window);
+    m.model_type = "mixtral";
+    m.experts = {.count = e.experts, .top_k = e.top_k, .hidden = e.hidden, .fp32_combine = true};
+    return m;
+}
+
+// Qwen2-MoE: Qwen2's attention, a gated shared expert beside the routed ones.
+constexpr model_spec qwen2_moe(const sizes& s, const moe_sizes& e) {
+    model_spec m = qwen2(s);
+    m.model_type = "qwen2_moe";
+    m.experts = {.count = e.experts, .top_k = e.top_k, .hidden = e.hidden, .shared_hidden = e.shared,
+                 .shared_gate = true};
+    return m;
+}
+
+constexpr model_spec qwen3_moe(const sizes& s, const moe_sizes& e, bool attention_bias = false) {
+    model_spec m = qwen3(s, attention_bias);
+    m.model_type = "qwen3_moe";
+    m.experts = {.count = e.experts, .top_k = e.top_k, .hidden = e.hidden};
+    return m;
+}
+
+// OLMoE: q/k norms over the whole projections, experts on every layer.
+constexpr model_spec olmoe(const sizes& s, const moe_sizes& e, bool attention_bias = false) {
+    model_spec m = llama(s, attention_bias);
+    m.model_type = "olmoe";
+    m.attention.qk_norm = qk_norm_kind::full_width;
+    m.experts = {.count = e.experts, .top_k = e.top_k, .hidden = e.hidden};
+    return m;
+}
+
+struct latent_sizes {
+    std::uint64_t q_lora_rank = 0;  // 0: one q_proj
+    std::uint64_t kv_lora_rank = 0;
+    std::uint64_t nope = 0;  // qk_nope_head_dim
+    std::uint64_t rope = 0;  // qk_rope_head_dim
+    std::uint64_t v = 0;     // v_head_dim
+};
+
+// DeepSeek-V2: latent attention (RoPE in complex fp32), a router on fp32
+// copies, fp32 routing weights, shared experts, first_dense dense layers.
+// `s.ffn` is the dense layers' width.
+constexpr model_spec deepseek_v2(const sizes& s, const moe_sizes& e, const latent_sizes& a) {
+    model_spec m = llama(s);
+    m.model_type = "deepseek_v2";
+    m.attention.kv_heads = 0;  // keys and values are expanded to every head
+    m.attention.head_dim = a.nope + a.rope;
+    m.attention.v_head_dim = a.v;
+    m.attention.q_lora_rank = a.q_lora_rank;
+    m.attention.kv_lora_rank = a.kv_lora_rank;
+    m.attention.rope_head_dim = a.rope;
+    m.attention.rotation = rotary_style::halves_fp32;
+    m.experts = {.count = e.experts, .top_k = e.top_k, .hidden = e.hidden, .router_fp32 = true, .fp32_combine = true,
+                 .shared_hidden = e.shared, .first_dense = e.first_dense};
+    return m;
+}
+
+// DeepSeek-V3: V2 with sigmoid scoring and interleaved RoPE in the weights' dtype.
+constexpr model_spec deepseek_v3(const sizes& s, const moe_sizes& e, const latent_sizes& a, bool rope_interleave = true) {
+    model_spec m = deepseek_v2(s, e, a);
+    m.model_type = "deepseek_v3";
+    m.experts.scoring = router_scoring::sigmoid;
+    if (rope_interleave) m.attention.rotation = rotary_style::interleaved;
+    return m;
+}
+
+}  // namespace anatomy::families

@@ -1,0 +1,33 @@
+// The experts part: a mixture of experts in place of the MLP. A router picks
+// top_k of `count` experts per token; transformers 5.17 runs them with
+// grouped_mm over the tokens sorted by expert (integrations/moe.py), so one
+// layer's routed rows are tokens x top_k, however they split between experts.
+#pragma once
+
+#include <cstdint>
+
+namespace anatomy {
+
+enum class router_scoring { softmax, sigmoid };
+
+struct experts_part {
+    std::uint64_t count = 0;   // routed experts; 0: every layer has a dense MLP
+    std::uint64_t top_k = 0;   // experts per token
+    std::uint64_t hidden = 0;  // each expert's intermediate width (moe_intermediate_size)
+    router_scoring scoring = router_scoring::softmax;
+    // DeepSeek's router runs on fp32 copies of its input and weight.
+    bool router_fp32 = false;
+    // The routing weights reach the combine in fp32 (Mixtral, DeepSeek), which
+    // makes the weighted expert outputs fp32; Qwen and OLMoE cast them back.
+    bool fp32_combine = false;
+    // Shared experts every token passes through: one gated MLP of this width
+    // (DeepSeek: n_shared_experts x moe_intermediate_size); 0: none.
+    std::uint64_t shared_hidden = 0;
+    bool shared_gate = false;  // Qwen2-MoE: sigmoid(shared_expert_gate(x)) scales the shared expert
+    // Layers before this one keep a dense MLP (DeepSeek's first_k_dense_replace).
+    std::uint64_t first_dense = 0;
+
+    constexpr bool enabled() const { return count > 0; }
+};
+
+}  // namespace anatomy
