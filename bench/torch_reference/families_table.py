@@ -9,13 +9,15 @@ for l in open('tests/data/families-h200.jsonl'):
     d=json.loads(l)
     if 'case' not in d or 'peak_alloc' not in d: continue
     s=d['spec']
-    if 'loop' in s or 'qlora' in s or s.get('opt')=='lion': continue
+    if 'qlora' in s: continue
     a=[(sys.argv[1] if len(sys.argv) > 1 else 'build/examples/anatomy'),'estimate','--config','tests/data/calibration-configs/%s.json'%s['model'],'--batch',str(s['batch']),'--json']
     if s['model']!='vit-s': a+=['--seq',str(s['seq'])]
     if s.get('weights'): a+=['--weights',s['weights']]
     if s.get('amp'): a+=['--autocast',s['amp']]
     if s.get('attn'): a+=['--attention',s['attn']]
     if s.get('gc'): a+=['--grad-checkpointing']
+    if s.get('opt')=='lion': a+=['--optimizer','lion']
+    if s.get('loop'): a+=['--loop', {'drop':'loss-only','trainer':'hf-trainer'}[s['loop']]]
     if s.get('inference'): a+=['--inference']+(['--kv-cache'] if s.get('use_cache') else [])
     if s.get('lora'): a+=['--lora-rank',str(s['lora']),'--lora-targets',','.join(s.get('lora_targets',['q_proj','v_proj']))]
     j=json.loads(subprocess.run(a,capture_output=True,text=True).stdout)

@@ -56,7 +56,7 @@ template <class... Args>
 // The flags as typed; numbers and names are parsed here, not by CLI11, so
 // that every message follows one style.
 struct raw_options {
-    std::string config, model, task, batch, seq, target_seq, weights, autocast, master, optimizer, attention,
+    std::string config, model, task, batch, seq, target_seq, weights, autocast, master, optimizer, attention, loop,
         grad_accum, lora_rank, lora_targets, lora_dropout, num_labels, budget, gpu, framework, recompute, parallel,
         world_size, fsdp_param_dtype, offload, offload_device, tp, pp, micro_batches;
     bool grad_checkpointing = false, inference = false, kv_cache = false, json = false, explain = false,
@@ -163,6 +163,10 @@ inline void add_model_flags(CLI::App& app, raw_options& o, bool with_batch) {
                              "a master copy the optimizer updates (fp32 needs --weights bf16 or fp16)", "none");
     add_enum<optimizer_kind>(app, "--optimizer", o.optimizer, "optimizer", "adamw; none with --inference");
     add_enum<attention_kernel>(app, "--attention", o.attention, "attention kernel", "sdpa");
+    add_enum<training_loop>(app, "--loop", o.loop,
+                            "how the step is written: plain keeps the outputs through backward, loss-only and "
+                            "hf-trainer (transformers.Trainer, AdamW fused by default) do not",
+                            "plain");
     app.add_flag("--grad-checkpointing", o.grad_checkpointing, "gradient checkpointing (transformers' default)");
     app.add_option("--grad-accum", o.grad_accum, "gradient accumulation steps (default 1)")->type_name("N");
     app.add_option("--lora-rank", o.lora_rank, "LoRA rank; needs --lora-targets")->type_name("R");
@@ -250,11 +254,17 @@ inline recipe build_recipe(const raw_options& o, std::vector<std::string>& lora_
     if (!o.autocast.empty()) r.autocast = parse_enum<autocast_mode>("--autocast", o.autocast);
     if (!o.master.empty()) r.master = parse_enum<master_weights>("--master-weights", o.master);
     if (!o.attention.empty()) r.attention = parse_enum<attention_kernel>("--attention", o.attention);
+    if (!o.loop.empty()) r.loop = parse_enum<training_loop>("--loop", o.loop);
+    if (r.loop != training_loop::plain && o.inference)
+        usage("--loop {}: is a training loop; drop it with --inference", o.loop);
     // Plain values, not std::optional: g++ 12 at -O2 warns that an engaged
     // optional's payload "may be used uninitialized" here.
     const bool has_optimizer = !o.optimizer.empty();
+    // TrainingArguments' default optim in transformers 5.17 is adamw_torch_fused.
+    const optimizer_kind default_optimizer =
+        o.loop == "hf-trainer" ? optimizer_kind::adamw_fused : optimizer_kind::adamw;
     const optimizer_kind optimizer =
-        has_optimizer ? parse_enum<optimizer_kind>("--optimizer", o.optimizer) : optimizer_kind::adamw;
+        has_optimizer ? parse_enum<optimizer_kind>("--optimizer", o.optimizer) : default_optimizer;
     if (!o.grad_accum.empty()) r.grad_accum = parse_count("--grad-accum", o.grad_accum);
 
     r.inference = o.inference;
@@ -272,6 +282,8 @@ inline recipe build_recipe(const raw_options& o, std::vector<std::string>& lora_
             usage("--optimizer none: training needs an optimizer; pass --inference for a forward pass only");
         if (r.kv_cache) usage("--kv-cache: needs --inference");
     }
+    if (r.optimizer == optimizer_kind::paged_adamw8bit && r.parallel != parallelism::none)
+        usage("--optimizer paged-adamw8bit: modelled on one GPU; drop --parallel");
     if (r.master == master_weights::fp32 && !is_half(r.weights))
         usage("--master-weights fp32: needs --weights bf16 or fp16 (the fp32 copy is the master)");
     if (!o.parallel.empty()) r.parallel = parse_enum<parallelism>("--parallel", o.parallel);
@@ -456,8 +468,10 @@ struct estimate_result {
     allocator_replay replay;
 };
 
+// What the step takes of the card: the allocator's reserved memory, the
+// cuBLAS workspaces, and a paged optimizer's managed memory.
 inline bytes device_need(const estimate_result& x, const recipe& r) {
-    return x.replay.peak_reserved + cublas_workspace(r);
+    return x.replay.peak_reserved + cublas_workspace(r) + x.e.managed;
 }
 
 [[noreturn]] inline void overflowed(const request& q, bool with_batch) {
@@ -489,7 +503,7 @@ inline std::string recipe_text(const request& q) {
     // transformers 5.17 gives a family without SDPA eager attention.
     if (r.attention == attention_kernel::sdpa && !q.model.attention.sdpa)
         out += fmt::format(" (estimated as eager: {} has no SDPA path in transformers 5.17)", q.model.model_type);
-    out += fmt::format("\n{:<10}grad accum {}, grad checkpointing {}", "", r.grad_accum,
+    out += fmt::format("\n{:<10}loop {}, grad accum {}, grad checkpointing {}", "", name_of(r.loop), r.grad_accum,
                        r.grad_checkpointing ? "on" : "off");
     if (r.lora.enabled()) {
         std::string targets;
@@ -563,6 +577,10 @@ inline void print_estimate(std::ostream& out, const estimate_result& x) {
         out << fmt::format(fmt::runtime(phase_row), "host (offloaded)", grouped(e.host.count), e.host, in_mib(e.host));
     if (e.nvme.count > 0)
         out << fmt::format(fmt::runtime(phase_row), "NVMe (offloaded)", grouped(e.nvme.count), e.nvme, in_mib(e.nvme));
+    if (e.managed.count > 0)
+        out << fmt::format("{:<18}{:>24}{:>13}{:>12.2f}  (paged optimizer state, CUDA managed memory: on the card, not "
+                           "in the allocator's peak)\n",
+                           "managed", grouped(e.managed.count), e.managed, in_mib(e.managed));
     const bytes replayed = x.replay.peak_allocated;
     out << fmt::format("{:<18}{:>24}{:>13}{:>12.2f}  (allocator replay, whole-block slack included)\n",
                        "replayed peak", grouped(replayed.count), replayed, in_mib(replayed));
@@ -649,6 +667,7 @@ inline ojson inputs_json(std::string_view command, const request& q, bool with_b
     rj["master_weights"] = name_of(r.master);
     rj["optimizer"] = name_of(r.optimizer);
     rj["attention"] = name_of(r.attention);
+    rj["loop"] = name_of(r.loop);
     rj["attention_implementation"] = r.attention == attention_kernel::eager || !q.model.attention.sdpa ? "eager" : "sdpa";
     rj["grad_accum"] = r.grad_accum;
     rj["grad_checkpointing"] = r.grad_checkpointing;
@@ -681,6 +700,7 @@ inline void add_estimate_json(ojson& j, const estimate_result& x) {
     j["peak_bytes"] = e.peak.count;
     j["host_bytes"] = e.host.count;
     j["nvme_bytes"] = e.nvme.count;
+    j["managed_bytes"] = e.managed.count;
     j["reserved_bytes"] = x.replay.peak_reserved.count;
     j["replayed_peak_bytes"] = x.replay.peak_allocated.count;
     ojson phases = ojson::object();
@@ -715,7 +735,12 @@ inline void cmd_max_batch(const raw_options& o, std::ostream& out) {
     const request q = build_request(o, false);
     std::uint64_t best = 0;
     try {
-        best = max_batch(q.model, q.make_recipe(), q.s, q.budget);
+        // A paged optimizer's managed memory comes out of a card's memory
+        // first; a --budget is the allocator's cap, which it does not touch.
+        shape one = q.s;
+        one.batch = 1;
+        const bytes managed = q.gpu ? estimate(q.model, q.make_recipe(), one).managed : bytes{};
+        best = managed >= q.budget ? 0 : max_batch(q.model, q.make_recipe(), q.s, q.budget - managed);
     } catch (const overflow_error&) {
         overflowed(q, false);
     } catch (const anatomy::error& e) {

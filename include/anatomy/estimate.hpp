@@ -38,6 +38,9 @@ struct memory_estimate {
     bytes peak{};  // the largest phase peak: what max_memory_allocated shows
     bytes host{};  // what offloading keeps in CPU memory, per rank
     bytes nvme{};  // or on an NVMe drive
+    // A paged optimizer's state in CUDA managed memory: on the device, but
+    // outside the caching allocator (not in `peak`); fit checks add it.
+    bytes managed{};
     // What the caching allocator reserves depends on the order of every
     // allocation: replay_allocator (reserved.hpp) replays it.
 };
@@ -100,6 +103,7 @@ struct state_count {
     bytes gathered_block{};
     bytes gathered_blocks{};
     bytes host{};  // offloaded off the GPU (to CPU memory or NVMe)
+    bytes managed{};  // a paged optimizer's state, in CUDA managed memory
     bytes zero_grad_partition{};  // ZeRO's fp32 copy of a rank's gradient partition, at the step
 };
 
@@ -196,6 +200,8 @@ constexpr state_count count_model_state(const op_graph& graph, const recipe& r, 
         for (bytes state : optimizer_state_tensors(r.optimizer, p.tensor, state_type)) {
             if (offload_state) {
                 st.host += p.copies * state;
+            } else if (pages_state(r.optimizer)) {
+                st.managed += p.copies * state;
             } else {
                 l.optimizer_state += p.copies * state;
                 st.resident_blocks += p.copies * block_size(state);
@@ -631,6 +637,7 @@ constexpr memory_estimate estimate(const model_spec& model, const recipe& r, con
     e.active_params = detail::checked_add(active_parameter_count(graph, model), e.params - parameter_count(graph));
     e.model_state = st.logical;
     (r.offload_to == offload_device::nvme ? e.nvme : e.host) = st.host;
+    e.managed = st.managed;
     // Gradients of earlier micro-steps, or DDP's buckets viewed as gradients,
     // stay alive through the forward.
     const bool accumulating = detail::gradients_preallocated(r);

@@ -60,7 +60,7 @@ struct enum_names<master_weights> {
 template <>
 struct enum_names<optimizer_kind> {
     static constexpr std::string_view what = "optimizer";
-    static constexpr std::array<std::pair<optimizer_kind, std::string_view>, 9> table{{
+    static constexpr std::array<std::pair<optimizer_kind, std::string_view>, 11> table{{
         {optimizer_kind::adamw, "adamw"},
         {optimizer_kind::adamw_fused, "adamw-fused"},
         {optimizer_kind::adamw_forloop, "adamw-forloop"},
@@ -69,6 +69,8 @@ struct enum_names<optimizer_kind> {
         {optimizer_kind::adafactor, "adafactor"},
         {optimizer_kind::adam8bit, "adam8bit"},
         {optimizer_kind::lion, "lion"},
+        {optimizer_kind::lion8bit, "lion8bit"},
+        {optimizer_kind::paged_adamw8bit, "paged-adamw8bit"},
         {optimizer_kind::none, "none"},
     }};
 };
@@ -78,6 +80,13 @@ struct enum_names<attention_kernel> {
     static constexpr std::string_view what = "attention";
     static constexpr std::array<std::pair<attention_kernel, std::string_view>, 2> table{
         {{attention_kernel::sdpa, "sdpa"}, {attention_kernel::eager, "eager"}}};
+};
+
+template <>
+struct enum_names<training_loop> {
+    static constexpr std::string_view what = "loop";
+    static constexpr std::array<std::pair<training_loop, std::string_view>, 3> table{
+        {{training_loop::plain, "plain"}, {training_loop::loss_only, "loss-only"}, {training_loop::hf_trainer, "hf-trainer"}}};
 };
 
 template <>

@@ -24,12 +24,24 @@ enum class optimizer_kind {
     sgd,
     sgd_momentum,
     adafactor,      // transformers.optimization.Adafactor: factored second moment, no first moment
-    adam8bit,       // bitsandbytes.optim.Adam8bit, blockwise
-    lion,
+    adam8bit,       // bitsandbytes.optim.AdamW8bit / Adam8bit, blockwise 8-bit state
+    lion,           // bitsandbytes.optim.Lion (32-bit): one fp32 state, a fused update
+    lion8bit,       // bitsandbytes.optim.Lion8bit
+    paged_adamw8bit,  // bitsandbytes.optim.PagedAdamW8bit: AdamW8bit's state in CUDA managed memory
     none,           // inference: no gradients, no state
 };
 
 enum class attention_kernel { sdpa, eager };
+
+// How the training step is written.
+enum class training_loop {
+    plain,       // out = model(**batch); out.loss.backward(): the outputs (logits, the KV cache) live through backward
+    loss_only,   // model(**batch).loss.backward(): the outputs die when forward returns, unless autograd saved them
+    // transformers.Trainer (5.17): compute_loss keeps the loss only, as
+    // loss_only; config.use_cache becomes TrainingArguments.use_cache (False):
+    // no DynamicCache. Its default optimizer is AdamW fused (set in the recipe).
+    hf_trainer,
+};
 
 // How ranks share the work; the batch is per rank.
 // `ddp`: torch.nn.parallel.DistributedDataParallel, a full replica per rank
@@ -81,6 +93,7 @@ struct recipe {
     std::uint64_t grad_accum = 1;
     bool grad_checkpointing = false;
     attention_kernel attention = attention_kernel::sdpa;
+    training_loop loop = training_loop::plain;
     lora_config lora{};
     bool inference = false;
     bool kv_cache = false;  // inference with use_cache=True
@@ -95,6 +108,9 @@ struct recipe {
     offload_target offload = offload_target::none;
     offload_device offload_to = offload_device::cpu;
 };
+
+// Whether the step's output object lives through backward.
+constexpr bool keeps_outputs(const recipe& r) { return r.inference || r.loop == training_loop::plain; }
 
 constexpr bool is_zero(parallelism p) {
     return p == parallelism::zero1 || p == parallelism::zero2 || p == parallelism::zero3;
@@ -122,6 +138,8 @@ constexpr void validate(const recipe& r) {
     detail::require(r.inference || r.optimizer != optimizer_kind::none,
                     "anatomy::validate(recipe): training needs an optimizer; use inference for a forward pass only");
     detail::require(!r.kv_cache || r.inference, "anatomy::validate(recipe): kv_cache needs inference");
+    detail::require(!r.inference || r.loop == training_loop::plain,
+                    "anatomy::validate(recipe): a training loop (loss_only, hf_trainer) needs training; drop inference");
     detail::require(r.grad_accum >= 1, "anatomy::validate(recipe): grad_accum must be >= 1");
     detail::require(!r.inference || (r.grad_accum == 1 && !r.grad_checkpointing),
                     "anatomy::validate(recipe): inference takes no grad_accum or grad_checkpointing");

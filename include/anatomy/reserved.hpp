@@ -49,8 +49,9 @@ constexpr void optimizer_step(const op_graph& graph, const recipe& r, bool first
         for (std::uint64_t c = 0; c < p.copies; ++c) {
             if (first) {
                 if (master) a.allocate(p.tensor.numel() * size_of(dtype::fp32), tensor_owner::model);
-                for (bytes state : optimizer_state_tensors(r.optimizer, p.tensor, state_type))
-                    a.allocate(state, tensor_owner::model);
+                if (!pages_state(r.optimizer))  // paged state is managed memory, outside the allocator
+                    for (bytes state : optimizer_state_tensors(r.optimizer, p.tensor, state_type))
+                        a.allocate(state, tensor_owner::model);
             }
             if (scratch == step_scratch::one_per_tensor) a.allocate(tensor, tensor_owner::step);
             if (is_zero(r.parallel) && master) a.allocate(p.tensor.numel() * size_of(dtype::fp32), tensor_owner::step);

@@ -34,11 +34,14 @@ constexpr bytes heads_bytes(const kernel_builder& b, rows_of r, std::uint64_t he
 }
 
 // transformers creates a DynamicCache whenever config.use_cache holds, in
-// training too (gradient checkpointing turns it off); T5 caches in its
-// decoder only. Its update is torch.cat, so keys and values are copies.
+// training too (gradient checkpointing turns it off, and so does the
+// Trainer, which sets config.use_cache = TrainingArguments.use_cache, False
+// by default); T5 caches in its decoder only. Its update is torch.cat, so
+// keys and values are copies.
 constexpr bool kv_cached(const kernel_builder& b, const op& o) {
     const bool has_cache = b.m.stack == stack_kind::decoder || o.rows == rows_of::target_tokens;
-    return has_cache && (b.r.inference ? b.r.kv_cache : !b.r.grad_checkpointing);
+    if (b.r.inference) return has_cache && b.r.kv_cache;
+    return has_cache && !b.r.grad_checkpointing && b.r.loop != training_loop::hf_trainer;
 }
 
 // A cache update of something other than per-head keys and values (MLA's
@@ -47,7 +50,7 @@ constexpr tensor_slot expand_cache_append(kernel_builder& b, const op& o) {
     const tensor_slot x = b.slot_of(o.inputs[0]);
     if (!kv_cached(b, o)) return x;
     const tensor_slot copy = b.pointwise("cat", x, b.elements(o.rows, o.out_width));
-    b.at(copy).held = true;
+    b.at(copy).held = keeps_outputs(b.r);
     return copy;
 }
 
@@ -183,8 +186,9 @@ constexpr tensor_slot expand_attention(kernel_builder& b, const op& o) {
         const dtype vt = promote(kt, b.type_of(v));
         k = b.compute("cat", heads_bytes(b, a.key_rows, a.kv_heads, a.head_dim, kt), kt, {k, no_slot, no_slot}, 0);
         v = b.compute("cat", heads_bytes(b, a.key_rows, a.kv_heads, a.v_head_dim, vt), vt, {v, no_slot, no_slot}, 0);
-        b.at(k).held = true;
-        b.at(v).held = true;
+        // The cache lives in the model output: held by a plain loop.
+        b.at(k).held = keeps_outputs(b.r);
+        b.at(v).held = keeps_outputs(b.r);
     }
     if (b.eager_attention()) return eager_attention(b, o, q, k, v, cached);
     const dtype t = b.matmul_type(b.type_of(q));
