@@ -843,6 +843,86 @@ def make_optimizer(torch, spec, trainable):
     raise ValueError("unknown opt " + optname)
 
 
+def quant_accounting(torch, model, after_model_alloc, params):
+    """What a bitsandbytes 4-bit model holds besides its parameters: every tensor of every
+    Params4bit's quant_state (absmax, offset, code, state2.absmax, state2.code), deduplicated by
+    storage, raw and rounded to the allocator's 512-byte granularity, plus the live allocator
+    blocks (sizes) from torch.cuda.memory._snapshot()."""
+    r512 = lambda n: (n + 511) // 512 * 512
+    seen = {}
+    per_field = collections.Counter()
+    per_field_n = collections.Counter()
+    per_field_r = collections.Counter()
+    n4 = 0
+    example = None
+    for mname, mod in model.named_modules():
+        w = getattr(mod, "weight", None)
+        qs = getattr(w, "quant_state", None)
+        if qs is None:
+            continue
+        n4 += 1
+        fields = [("absmax", qs.absmax), ("code", qs.code), ("offset", getattr(qs, "offset", None))]
+        s2 = getattr(qs, "state2", None)
+        if s2 is not None:
+            fields += [("state2.absmax", s2.absmax), ("state2.code", s2.code)]
+        if example is None:
+            example = {"module": mname, "weight": [list(w.shape), str(w.dtype), w.numel() * w.element_size()],
+                       "shape": list(qs.shape), "blocksize": qs.blocksize, "quant_type": qs.quant_type,
+                       "nested": bool(getattr(qs, "nested", False)),
+                       "state2_blocksize": getattr(s2, "blocksize", None) if s2 is not None else None,
+                       "fields": {}}
+        for fn, t in fields:
+            if not isinstance(t, torch.Tensor):
+                continue
+            if example is not None and example["module"] == mname:
+                example["fields"][fn] = [list(t.shape), str(t.dtype), str(t.device), t.numel() * t.element_size()]
+            if t.device.type != "cuda":
+                continue
+            ptr = t.untyped_storage().data_ptr()
+            if ptr in seen:
+                continue
+            nb = t.untyped_storage().nbytes()
+            seen[ptr] = nb
+            per_field[fn] += nb
+            per_field_n[fn] += 1
+            per_field_r[fn] += r512(nb)
+    pst = {}
+    for p in params:
+        if p.device.type == "cuda":
+            pst[p.untyped_storage().data_ptr()] = p.untyped_storage().nbytes()
+    bufst = {}
+    for b_ in model.buffers():
+        if b_.device.type == "cuda":
+            bufst[b_.untyped_storage().data_ptr()] = b_.untyped_storage().nbytes()
+    blocks = []
+    try:
+        for seg in torch.cuda.memory._snapshot()["segments"]:
+            a = seg["address"]
+            for blk in seg["blocks"]:
+                if blk["state"] == "active_allocated":
+                    blocks.append((a, blk["size"]))
+                a += blk["size"]
+    except Exception as e:  # pragma: no cover
+        blocks = [("err", str(e))]
+    known = set(pst) | set(seen) | set(bufst)
+    unknown = [sz for a, sz in blocks if a not in known]
+    hist = collections.Counter(unknown)
+    dtypes = collections.Counter()
+    for p in params:
+        dtypes[str(p.dtype)] += p.numel() * p.element_size()
+    return {"n_params4bit": n4, "quant_state_bytes": sum(seen.values()),
+            "quant_state_bytes_r512": sum(r512(v) for v in seen.values()),
+            "quant_state_per_field": dict(per_field), "quant_state_per_field_n": dict(per_field_n),
+            "quant_state_per_field_r512": dict(per_field_r),
+            "param_storage_bytes_r512": sum(r512(v) for v in pst.values()),
+            "buffer_storage_bytes_r512": sum(r512(v) for v in bufst.values()),
+            "param_bytes_by_dtype": dict(dtypes),
+            "live_blocks": len(blocks), "live_block_bytes": sum(sz for _, sz in blocks),
+            "unattributed_blocks": len(unknown), "unattributed_bytes": sum(unknown),
+            "unattributed_sizes": sorted(hist.items(), key=lambda kv: -kv[0] * kv[1])[:20],
+            "after_model_alloc": after_model_alloc, "example": example}
+
+
 def run_case(spec, args):
     import torch
     import transformers
@@ -857,6 +937,11 @@ def run_case(spec, args):
            "gpu": torch.cuda.get_device_name(0),
            "total_mem": torch.cuda.get_device_properties(0).total_memory,
            "ctx_used": nv1 - nv0, "nvml_used_before": nv0, "cuda": torch.version.cuda}
+    for mod in ("peft", "bitsandbytes", "accelerate"):
+        try:
+            env[mod] = __import__(mod).__version__
+        except Exception as e:
+            env[mod] = "unavailable: %s" % (str(e)[:100],)
     torch.manual_seed(0)
     meter = MemoryMeter(torch)
     base_alloc, base_res, alloc, peak = meter.base_alloc, meter.base_res, meter.alloc, meter.peak
@@ -869,10 +954,35 @@ def run_case(spec, args):
     wdt = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32, None: torch.float32}[spec.get("weights")]
     attn = spec.get("attn", "sdpa")
     attn_fallback = None
-    try:
+    qlora_info = None
+    if spec.get("qlora"):
+        # as measure_h200.py: 4-bit NF4 base (double quant, bf16 compute) loaded from a bf16
+        # checkpoint of the random-init model, then peft.prepare_model_for_kbit_training (skipped
+        # when `kbit_prepare` is false, e.g. plain 4-bit inference), then LoRA below.
+        from transformers import BitsAndBytesConfig
+        import shutil
+        tmpd = tempfile.mkdtemp(dir="/tmp")
+        with torch.device("cpu"):
+            m0 = auto_class(task).from_config(cfg, dtype=torch.bfloat16)
+        m0.save_pretrained(tmpd)
+        del m0
+        pygc.collect()
+        qcfg = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+                                  bnb_4bit_compute_dtype=torch.bfloat16)
+        model = auto_class(task).from_pretrained(tmpd, quantization_config=qcfg, dtype=torch.bfloat16,
+                                                 attn_implementation=attn, device_map={"": 0})
+        shutil.rmtree(tmpd, ignore_errors=True)
+        qlora_info = "nf4+dq"
+        if spec.get("kbit_prepare", True):
+            import peft
+            model = peft.prepare_model_for_kbit_training(model, use_gradient_checkpointing=bool(spec.get("gc")))
+            qlora_info += ", prepare_model_for_kbit_training"
+        torch.cuda.synchronize()
+    else:
+      try:
         with torch.device("cuda"):
             model = auto_class(task).from_config(cfg, dtype=wdt, attn_implementation=attn)
-    except (ValueError, ImportError) as e:  # as measure_h200.py: e.g. no SDPA support -> eager
+      except (ValueError, ImportError) as e:  # as measure_h200.py: e.g. no SDPA support -> eager
         attn_fallback = str(e)[:200]
         pygc.collect()
         with torch.device("cuda"):
@@ -880,7 +990,7 @@ def run_case(spec, args):
     attn_used = getattr(getattr(model, "config", cfg), "_attn_implementation", attn)
     model_training_as_built = model.training
     inference = bool(spec.get("inference"))
-    if spec.get("gc"):
+    if spec.get("gc") and not spec.get("qlora"):
         if spec.get("gc") == "nonreentrant":
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         else:
@@ -893,7 +1003,7 @@ def run_case(spec, args):
             targets = targets.split(",")
         if spec.get("lora") and not spec.get("lora_rank"):
             # measure_h200.py's `lora`: alpha 16, no task_type, input grads under gc
-            if spec.get("gc"):
+            if spec.get("gc") and not spec.get("qlora"):
                 model.enable_input_require_grads()
             lcfg = peft.LoraConfig(r=int(lora_rank), lora_alpha=int(spec.get("lora_alpha", 16)),
                                    target_modules=targets, lora_dropout=float(spec.get("lora_dropout", 0.0)))
@@ -916,6 +1026,7 @@ def run_case(spec, args):
     n_params = sum(p.numel() for p in params)
     param_bytes = sum(p.numel() * p.element_size() for p in params)
     buffer_bytes = sum(b.numel() * b.element_size() for b in model.buffers())
+    qacc = quant_accounting(torch, model, after_model_alloc, params) if spec.get("qlora") else None
     trainable = [p for p in params if p.requires_grad]
 
     # inputs
@@ -1081,6 +1192,9 @@ def run_case(spec, args):
 
     if attn_fallback is not None:
         result["attn_fallback"] = attn_fallback
+    if qlora_info is not None:
+        result["qlora"] = qlora_info
+        result["extra"]["quant"] = qacc
     if args.trace:
         raw = {}
         try:

@@ -781,13 +781,27 @@ inline model_spec read_deepseek(const reader& r) {
     return m;
 }
 
+// gpt-oss: every layer MoE; layer_types (default: even layers slide) with sliding_window 128.
+inline model_spec read_gpt_oss(const reader& r) {
+    const families::sizes s = read_llama_sizes(r, false, 64);
+    families::moe_sizes e = read_moe_counts(r, {"num_local_experts", "num_experts"}, 128, 4);
+    e.hidden = s.ffn;  // intermediate_size is each expert's width
+    const std::uint64_t window = r.count_or("sliding_window", 128);
+    model_spec m = families::gpt_oss(s, e, window);
+    if (const json* types = r.find("layer_types"); types != nullptr && !types->is_null())
+        m.pattern = pattern_from_layer_types(r, *types, s.layers, window);
+    m.attention.qkv_bias = m.attention.out_bias = r.boolean_or("attention_bias", true);
+    m.attention.dropout = r.probability_or("attention_dropout", 0.0);
+    return m;
+}
+
 struct family_reader {
     std::string_view model_type;
     model_spec (*read)(const reader&);
     void (*check_task)(const reader&, const model_spec&) = nullptr;  // family rules on the resolved task
 };
 
-inline constexpr std::array<family_reader, 27> family_readers{{
+inline constexpr std::array<family_reader, 28> family_readers{{
     {"bert", read_bert_like},
     {"roberta", read_bert_like},
     {"distilbert", read_bert_like},
@@ -815,6 +829,7 @@ inline constexpr std::array<family_reader, 27> family_readers{{
     {"olmoe", read_olmoe},
     {"deepseek_v2", read_deepseek},
     {"deepseek_v3", read_deepseek},
+    {"gpt_oss", read_gpt_oss},
 }};
 
 inline std::string supported_model_types() {

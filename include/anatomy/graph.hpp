@@ -101,6 +101,7 @@ public:
     constexpr op_input attention(module_path module, rows_of rows, const model_spec& m, bool causal,
                                  std::uint64_t window, rows_of key_rows, op_input q, op_input k, op_input v) {
         op o = make_op(op_kind::attention, module, rows, m.q_width(), m.attention_out_width());
+        if (m.attention.sinks) o.weight = {m.heads(), 0};  // gpt-oss's sinks [heads]
         o.heads = m.heads();
         o.kv_heads = m.kv_head_count();
         o.head_dim = m.head_width();
@@ -130,6 +131,7 @@ public:
     constexpr op_input router(module_path module, const model_spec& m, op_input x) {
         op o = make_op(op_kind::router, module, rows_of::source_tokens, m.hidden, m.experts.count);
         o.weight = {m.experts.count, m.hidden};
+        if (m.experts.biases) o.bias = {m.experts.count, 0};
         return add(o, {x, no_input, no_input});
     }
     // The experts' 3-D gate_up_proj [count, 2 x hidden, model hidden] and
@@ -138,11 +140,13 @@ public:
         const std::uint64_t width = detail::checked_mul(2, m.experts.hidden);
         op o = make_op(op_kind::experts_up, module, rows_of::routed_tokens, m.hidden, width);
         o.weight = {detail::checked_mul(m.experts.count, width), m.hidden};
+        if (m.experts.biases) o.bias = {detail::checked_mul(m.experts.count, width), 0};
         return add(o, {x, no_input, no_input});
     }
     constexpr op_input experts_down(module_path module, const model_spec& m, op_input x) {
         op o = make_op(op_kind::experts_down, module, rows_of::routed_tokens, m.experts.hidden, m.hidden);
         o.weight = {detail::checked_mul(m.experts.count, m.hidden), m.experts.hidden};
+        if (m.experts.biases) o.bias = {detail::checked_mul(m.experts.count, m.hidden), 0};
         return add(o, {x, no_input, no_input});
     }
     constexpr op_input experts_combine(module_path module, const model_spec& m, op_input down, op_input weights) {
@@ -389,12 +393,16 @@ constexpr op_input experts(stage_builder& l, const model_spec& m, op_input x) {
     const module_names& n = m.names;
     const experts_part& e = m.experts;
     const std::uint64_t f = e.hidden;
-    const op_input weights = l.router(in(n.mlp, "gate"), m, x);
+    const op_input weights = l.router(in(n.mlp, e.biases ? "router" : "gate"), m, x);
     const op_input up = l.experts_up(in(n.mlp, "experts.gate_up_proj"), m, x);
-    const op_input act = l.activation(in(n.mlp, "experts.act_fn"), routed, f, m.mlp.act,
-                                      l.split(in(n.mlp, "experts.gate"), routed, 0, f, up));
-    const op_input prod = l.pointwise(op_kind::gate, in(n.mlp, "experts.gate_mul"), routed, f,
-                                      {act, l.split(in(n.mlp, "experts.up"), routed, f, f, up), no_input});
+    const op_input gate_half = l.split(in(n.mlp, "experts.gate"), routed, 0, f, up);
+    const op_input up_half = l.split(in(n.mlp, "experts.up"), routed, f, f, up);
+    const op_input prod =
+        e.clamped_swiglu
+            ? l.pointwise(op_kind::clamped_swiglu, in(n.mlp, "experts.glu"), routed, f, {gate_half, up_half, no_input})
+            : l.pointwise(op_kind::gate, in(n.mlp, "experts.gate_mul"), routed, f,
+                          {l.activation(in(n.mlp, "experts.act_fn"), routed, f, m.mlp.act, gate_half), up_half,
+                           no_input});
     const op_input down = l.experts_down(in(n.mlp, "experts.down_proj"), m, prod);
     op_input y = l.experts_combine(in(n.mlp, "experts.combine"), m, down, weights);
     if (e.shared_hidden == 0) return y;

@@ -86,4 +86,22 @@ constexpr model_spec deepseek_v3(const sizes& s, const moe_sizes& e, const laten
     return m;
 }
 
+// gpt-oss: biased projections everywhere, attention sinks (so eager: its
+// PreTrainedModel has no SDPA), alternating 128-token sliding windows, a
+// router with a bias and a softmax over its top-k logits, biased experts
+// with a clamped SwiGLU, RMSNorm with the weight applied in fp32. bf16
+// weights (its MXFP4 checkpoint is a quantized base, not modelled).
+constexpr model_spec gpt_oss(const sizes& s, const moe_sizes& e, std::uint64_t sliding_window = 128) {
+    model_spec m = llama(s, true);
+    m.model_type = "gpt_oss";
+    m.attention.sinks = true;
+    m.attention.sdpa = false;
+    m.attention.eager_softmax_fp32 = false;
+    m.norm.style = rms_style::scale_then_cast;
+    m.pattern = sliding_except_every(2, sliding_window);
+    m.experts = {.count = e.experts, .top_k = e.top_k, .hidden = e.hidden, .scoring = router_scoring::softmax_of_top_k,
+                 .biases = true, .clamped_swiglu = true};
+    return m;
+}
+
 }  // namespace anatomy::families

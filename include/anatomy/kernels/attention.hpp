@@ -159,6 +159,24 @@ constexpr tensor_slot eager_attention(kernel_builder& b, const op& o, tensor_slo
         const dtype mt = promote(t, b.autocast() ? dtype::fp32 : b.param_type());
         w = b.compute("add", b.tensor(scores, mt), mt, {w, no_slot, no_slot}, 0);
     }
+    if (part.sinks) {
+        // gpt-oss: cat a sink column per head, subtract the row max, softmax in
+        // the scores' dtype; the probabilities without the sink are a view.
+        const std::uint64_t with_sink = checked_mul(checked_mul(a.batch, a.heads), checked_mul(a.q_seq, a.k_seq + 1));
+        const dtype st = b.type_of(w);
+        kernel cat = b.make("cat", b.tensor(with_sink, st), st, {w, no_slot, no_slot});
+        cat.requires_grad = b.grad_of(w) || b.trainable(o);
+        cat.grad_inputs = b.grad_of(w) ? 1 : 0;
+        cat.param_grads = b.param_grad_bytes(o);
+        w = b.push(cat);
+        w = b.compute("sub", b.tensor(with_sink, st), st, {w, no_slot, no_slot}, 0, false,
+                      b.tensor(checked_mul(checked_mul(a.batch, a.heads), a.q_seq), dtype::int64));
+        tensor_slot probs = b.compute("softmax", b.tensor(with_sink, st), st, {w, no_slot, no_slot}, 0, true);
+        probs = dropout_kernel(b, probs, scores, o.dropout);
+        const tensor_slot ctx = b.compute("matmul", heads_bytes(b, a.rows, a.heads, a.v_head_dim, st), st,
+                                          {probs, v_c, no_slot}, 0b11);
+        return b.compute("clone", heads_bytes(b, a.rows, a.heads, a.v_head_dim, st), st, {ctx, no_slot, no_slot}, 0);
+    }
     // Llama-style code and T5 take the softmax in fp32; BERT and GPT-2 get
     // fp32 only from autocast.
     const dtype sm = part.eager_softmax_fp32 ? dtype::fp32 : b.fp32_list_type(b.type_of(w));

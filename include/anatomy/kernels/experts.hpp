@@ -32,6 +32,12 @@ constexpr tensor_slot expand_router(kernel_builder& b, const op& o) {
     if (e.router_fp32 && b.grad_enabled()) k.saved_extra = b.tensor(o.weight.numel(), dtype::fp32);
     k.param_grads = b.param_grad_bytes(o);
     const tensor_slot logits = b.push(k);
+    if (e.scoring == router_scoring::softmax_of_top_k) {
+        // gpt-oss: top-k of the logits, then a softmax over those k, in their dtype.
+        const tensor_slot top = b.compute("topk", b.tensor(picked, t), t, {logits, no_slot, no_slot}, 0, false,
+                                          b.tensor(picked, dtype::int64));
+        return b.compute("softmax", b.tensor(picked, t), t, {top, no_slot, no_slot}, 0, true);
+    }
     // softmax (or sigmoid) in fp32, kept for backward; top-k values and indices.
     const tensor_slot probs = b.compute(e.scoring == router_scoring::softmax ? "softmax" : "sigmoid",
                                         b.tensor(scores, dtype::fp32), dtype::fp32, {logits, no_slot, no_slot}, 0, true);
@@ -62,6 +68,8 @@ constexpr tensor_slot grouped_projection(kernel_builder& b, const op& o, tensor_
     k.caches_weight_copy = weight_cast && b.param_requires_grad();
     k.param_grads = b.param_grad_bytes(o);
     if (b.trainable(o) && weight_cast) k.backward_workspace = k.weight_copy;
+    // gpt-oss: out.add_(bias[expert_ids]), the gathered bias a transient.
+    if (!o.bias.empty()) k.workspace = b.tensor(checked_mul(rows, o.out_width), t);
     const tensor_slot y = b.push(k);
     return b.compute("masked_fill", b.tensor(checked_mul(rows, o.out_width), t), t, {y, no_slot, no_slot}, 0, false,
                      b.tensor(rows, dtype::boolean));
@@ -72,6 +80,19 @@ constexpr tensor_slot expand_experts_up(kernel_builder& b, const op& o) {
 }
 constexpr tensor_slot expand_experts_down(kernel_builder& b, const op& o) {
     return grouped_projection(b, o, b.slot_of(o.inputs[0]), false);
+}
+
+// gpt-oss's gate over the gate and up halves: gate.clamp(max=7), up.clamp(-7, 7),
+// glu = gate * sigmoid(1.702 gate), (up + 1) * glu; each a new tensor, the
+// clamps' inputs, the sigmoid, glu and up + 1 kept for backward.
+constexpr tensor_slot expand_clamped_swiglu(kernel_builder& b, const op& o) {
+    const std::uint64_t n = b.elements(o.rows, o.out_width);
+    const tensor_slot gate = b.pointwise("clamp", b.slot_of(o.inputs[0]), n, 1);
+    const tensor_slot up = b.pointwise("clamp", b.slot_of(o.inputs[1]), n, 1);
+    const tensor_slot sig = b.pointwise("sigmoid", b.pointwise("mul", gate, n), n, 0, true);
+    const tensor_slot glu = b.binary("mul", gate, sig, n, 0b11);
+    const tensor_slot up1 = b.pointwise("add", up, n);
+    return b.binary("mul", up1, glu, n, 0b11);
 }
 
 // proj_out * weights[perm] (in the weights' dtype: fp32 for Mixtral and

@@ -63,6 +63,9 @@ struct attention_part {
     // bottleneck (q_lora_rank, 0: one q_proj), keys and values expanded from
     // a kv_lora_rank-wide latent plus rope_head_dim shared rotary features;
     // head_dim is nope + rope. The cache keeps the latent and the rotary part.
+    // gpt-oss: a learned sink logit per head, a column cat to the scores
+    // before their softmax (eager attention).
+    bool sinks = false;
     std::uint64_t q_lora_rank = 0;
     std::uint64_t kv_lora_rank = 0;  // 0: not latent attention
     std::uint64_t rope_head_dim = 0;

@@ -8,7 +8,9 @@
 
 namespace anatomy {
 
-enum class router_scoring { softmax, sigmoid };
+// softmax or sigmoid over every expert's logit (kept in fp32 for backward),
+// or gpt-oss's softmax over the top-k logits only, in their dtype.
+enum class router_scoring { softmax, sigmoid, softmax_of_top_k };
 
 struct experts_part {
     std::uint64_t count = 0;   // routed experts; 0: every layer has a dense MLP
@@ -26,6 +28,10 @@ struct experts_part {
     bool shared_gate = false;  // Qwen2-MoE: sigmoid(shared_expert_gate(x)) scales the shared expert
     // Layers before this one keep a dense MLP (DeepSeek's first_k_dense_replace).
     std::uint64_t first_dense = 0;
+    // gpt-oss: biases on the router and on both expert projections, and its
+    // clamped SwiGLU over interleaved gate/up halves: (up + 1) * gate * sigmoid(1.702 gate).
+    bool biases = false;
+    bool clamped_swiglu = false;
 
     constexpr bool enabled() const { return count > 0; }
 };
