@@ -795,13 +795,68 @@ inline model_spec read_gpt_oss(const reader& r) {
     return m;
 }
 
+// The period of a per-layer 0/1 list whose cycle is `on` for the first
+// period - 1 layers and off for the last (Llama 4's no_rope_layers, 1 = RoPE),
+// 0 when every layer is on.
+inline std::uint64_t period_of_last_off(const reader& r, std::string_view key, const json& list, std::uint64_t layers) {
+    if (!list.is_array()) r.wrong_type(key, list, "an array of 0 and 1, one per layer");
+    if (list.size() != layers)
+        r.fail(fmt::format("key \"{}\" has {} entries; it must have one per layer (num_hidden_layers {})", key,
+                           list.size(), layers));
+    for (std::uint64_t period = 1; period <= 8; ++period) {
+        bool fits = true;
+        for (std::uint64_t i = 0; i < layers && fits; ++i) {
+            const json& v = list[i];
+            if (!v.is_number_integer() && !v.is_boolean()) r.wrong_type(key, list, "an array of 0 and 1, one per layer");
+            const bool on = v.is_boolean() ? v.get<bool>() : v.get<std::int64_t>() != 0;
+            fits = on == (period == 1 ? true : (i + 1) % period != 0);
+        }
+        if (fits) return period == 1 ? 0 : period;
+    }
+    r.fail(fmt::format("key \"{}\" does not mark every n-th layer (n <= 8); other patterns are not modelled", key));
+}
+
+// Llama 4 (text): intermediate_size is the experts' and the shared expert's
+// width, intermediate_size_mlp the dense layers'.
+inline model_spec read_llama4(const reader& r) {
+    families::sizes s{.vocab = r.required_count("vocab_size"), .hidden = r.required_count("hidden_size"),
+                      .layers = r.required_count("num_hidden_layers"), .heads = r.required_count("num_attention_heads"),
+                      .ffn = r.count_or("intermediate_size_mlp", 16384)};
+    s.kv_heads = read_kv_heads(r, s.heads);
+    s.head_dim = read_head_dim(r, s.hidden, s.heads, 128);
+    s.tied = r.boolean_or("tie_word_embeddings", false);
+    families::moe_sizes e = read_moe_counts(r, {"num_local_experts", "num_experts"}, 16, 1);
+    e.hidden = r.count_or("intermediate_size", 8192);
+    e.shared = e.hidden;
+    std::uint64_t step = r.count_or("interleave_moe_layer_step", 1);
+    if (const json* moe = r.find("moe_layers"); moe != nullptr && !moe->is_null()) {
+        if (!moe->is_array() || moe->empty()) r.wrong_type("moe_layers", *moe, "a non-empty array of layer indices");
+        step = (*moe)[0].is_number_integer() ? (*moe)[0].get<std::uint64_t>() + 1 : 0;
+        for (std::size_t i = 0; i < moe->size(); ++i)
+            if (!(*moe)[i].is_number_integer() || (*moe)[i].get<std::uint64_t>() != step - 1 + i * step)
+                r.fail("key \"moe_layers\" is not every n-th layer from layer n - 1; other placements are not modelled");
+    }
+    if (step == 0 || step > 8) r.fail(fmt::format("key \"interleave_moe_layer_step\" is {}; it must be in [1, 8]", step));
+    std::uint64_t nope_every = r.count_or("no_rope_layer_interval", 4);
+    if (const json* rope = r.find("no_rope_layers"); rope != nullptr && !rope->is_null())
+        nope_every = period_of_last_off(r, "no_rope_layers", *rope, s.layers);
+    const json* chunk_key = r.find("attention_chunk_size");
+    const std::uint64_t chunk = chunk_key != nullptr && chunk_key->is_null() ? 0 : r.count_or("attention_chunk_size", 8192);
+    model_spec m = families::llama4(s, e, step, nope_every, chunk, r.boolean_or("use_qk_norm", true),
+                                    r.boolean_or("attn_temperature_tuning", true));
+    m.mlp.act = parse_activation(r, "hidden_act", "silu");
+    m.attention.dropout = r.probability_or("attention_dropout", 0.0);
+    m.attention.qkv_bias = m.attention.out_bias = r.boolean_or("attention_bias", false);
+    return m;
+}
+
 struct family_reader {
     std::string_view model_type;
     model_spec (*read)(const reader&);
     void (*check_task)(const reader&, const model_spec&) = nullptr;  // family rules on the resolved task
 };
 
-inline constexpr std::array<family_reader, 28> family_readers{{
+inline constexpr std::array<family_reader, 29> family_readers{{
     {"bert", read_bert_like},
     {"roberta", read_bert_like},
     {"distilbert", read_bert_like},
@@ -830,6 +885,7 @@ inline constexpr std::array<family_reader, 28> family_readers{{
     {"deepseek_v2", read_deepseek},
     {"deepseek_v3", read_deepseek},
     {"gpt_oss", read_gpt_oss},
+    {"llama4_text", read_llama4},
 }};
 
 inline std::string supported_model_types() {
@@ -959,6 +1015,16 @@ inline hf_model hf_config_from_json(const nlohmann::json& config, std::optional<
         top.fail(fmt::format("key \"model_type\" is missing; add it, one of {}", hf_detail::supported_model_types()));
     if (!type_it->is_string()) top.wrong_type("model_type", *type_it, "a string");
     const auto model_type = type_it->get<std::string>();
+    // A multimodal Llama 4 config: its language model is text_config, trained as a causal LM.
+    if (model_type == "llama4") {
+        const auto text = config.find("text_config");
+        if (text == config.end() || !text->is_object())
+            top.fail("model_type \"llama4\" needs a \"text_config\" object (its language model)");
+        nlohmann::json language = *text;
+        language["model_type"] = "llama4_text";
+        language["architectures"] = nlohmann::json::array({"Llama4ForCausalLM"});
+        return hf_config_from_json(language, task_override, fmt::format("{} (text_config)", source));
+    }
     const auto family = std::find_if(hf_detail::family_readers.begin(), hf_detail::family_readers.end(),
                                      [&](const hf_detail::family_reader& f) { return f.model_type == model_type; });
     if (family == hf_detail::family_readers.end())

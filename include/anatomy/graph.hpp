@@ -89,12 +89,13 @@ public:
     }
     // A norm over `width` features; `per_head` > 0 normalizes each of that
     // many heads of width / per_head features on its own (q/k norms).
+    // `weighted`: false for a norm without parameters (Llama 4's L2 q/k norm).
     constexpr op_input norm(module_path module, rows_of rows, std::uint64_t width, const norm_part& part, op_input x,
-                            std::uint64_t per_head = 0) {
+                            std::uint64_t per_head = 0, bool weighted = true) {
         op o = make_op(op_kind::norm, module, rows, width, width);
         const std::uint64_t features = per_head == 0 ? width : width / per_head;
-        o.weight = {features, 0};
-        if (part.kind == norm_kind::layer_norm && part.bias) o.bias = {features, 0};
+        if (weighted) o.weight = {features, 0};
+        if (weighted && part.kind == norm_kind::layer_norm && part.bias) o.bias = {features, 0};
         o.heads = per_head;
         return add(o, {x, no_input, no_input});
     }
@@ -136,12 +137,12 @@ public:
     }
     // The experts' 3-D gate_up_proj [count, 2 x hidden, model hidden] and
     // down_proj [count, model hidden, hidden], held here as matrices of the same size.
-    constexpr op_input experts_up(module_path module, const model_spec& m, op_input x) {
+    constexpr op_input experts_up(module_path module, const model_spec& m, op_input x, op_input scores = no_input) {
         const std::uint64_t width = detail::checked_mul(2, m.experts.hidden);
         op o = make_op(op_kind::experts_up, module, rows_of::routed_tokens, m.hidden, width);
         o.weight = {detail::checked_mul(m.experts.count, width), m.hidden};
         if (m.experts.biases) o.bias = {detail::checked_mul(m.experts.count, width), 0};
-        return add(o, {x, no_input, no_input});
+        return add(o, {x, scores, no_input});
     }
     constexpr op_input experts_down(module_path module, const model_spec& m, op_input x) {
         op o = make_op(op_kind::experts_down, module, rows_of::routed_tokens, m.experts.hidden, m.hidden);
@@ -326,7 +327,8 @@ constexpr op_input latent_attention(stage_builder& l, const model_spec& m, std::
     return l.linear(in(n.attention, n.o), tok, m.attention_out_width(), m.hidden, a.out_bias, ctx);
 }
 
-constexpr op_input self_attention(stage_builder& l, const model_spec& m, std::uint64_t window, op_input x) {
+constexpr op_input self_attention(stage_builder& l, const model_spec& m, std::uint64_t window, op_input x,
+                                  bool rope = true) {
     if (m.attention.latent()) return latent_attention(l, m, window, x);
     constexpr auto tok = rows_of::source_tokens;
     const module_names& n = m.names;
@@ -350,10 +352,15 @@ constexpr op_input self_attention(stage_builder& l, const model_spec& m, std::ui
         q = l.norm(in(n.attention, n.q_norm), tok, qw, m.norm, q, per_head ? m.heads() : 0);
         k = l.norm(in(n.attention, n.k_norm), tok, kw, m.norm, k, per_head ? m.kv_head_count() : 0);
     }
-    if (a.positions == position_kind::rotary) {
+    if (a.positions == position_kind::rotary && rope) {
         q = l.rotary(in(n.attention, "rotary_q"), tok, m.heads(), m, q);
         k = l.rotary(in(n.attention, "rotary_k"), tok, m.kv_head_count(), m, k);
+        if (a.qk_l2_norm) {
+            q = l.norm(in(n.attention, "qk_norm"), tok, qw, m.norm, q, m.heads(), false);
+            k = l.norm(in(n.attention, "qk_norm"), tok, kw, m.norm, k, m.kv_head_count(), false);
+        }
     }
+    if (!rope && a.temperature_tuning) q = l.pointwise(op_kind::scale, in(n.attention, "attn_scales"), tok, qw, {q, no_input, no_input});
     const bool causal = m.stack == stack_kind::decoder;
     const op_input ctx = l.attention(in(n.attention, "attention"), tok, m, causal, window, tok, q, k, v);
     return l.linear(in(n.attention, n.o), tok, m.attention_out_width(), m.hidden, a.out_bias, ctx);
@@ -393,8 +400,9 @@ constexpr op_input experts(stage_builder& l, const model_spec& m, op_input x) {
     const module_names& n = m.names;
     const experts_part& e = m.experts;
     const std::uint64_t f = e.hidden;
-    const op_input weights = l.router(in(n.mlp, e.biases ? "router" : "gate"), m, x);
-    const op_input up = l.experts_up(in(n.mlp, "experts.gate_up_proj"), m, x);
+    const op_input weights = l.router(in(n.mlp, e.biases || e.dense_dispatch ? "router" : "gate"), m, x);
+    // Llama 4 scales the experts' input by the router's scores; the others weight their outputs.
+    const op_input up = l.experts_up(in(n.mlp, "experts.gate_up_proj"), m, x, e.dense_dispatch ? weights : no_input);
     const op_input gate_half = l.split(in(n.mlp, "experts.gate"), routed, 0, f, up);
     const op_input up_half = l.split(in(n.mlp, "experts.up"), routed, f, f, up);
     const op_input prod =
@@ -406,7 +414,7 @@ constexpr op_input experts(stage_builder& l, const model_spec& m, op_input x) {
     const op_input down = l.experts_down(in(n.mlp, "experts.down_proj"), m, prod);
     op_input y = l.experts_combine(in(n.mlp, "experts.combine"), m, down, weights);
     if (e.shared_hidden == 0) return y;
-    const std::string_view scope = e.shared_gate ? "shared_expert" : "shared_experts";
+    const std::string_view scope = e.shared_gate || e.dense_dispatch ? "shared_expert" : "shared_experts";
     const op_input gate = l.linear(in(scope, n.gate), tok, m.hidden, e.shared_hidden, false, x);
     const op_input gate_act = l.activation(in(scope, "act"), tok, e.shared_hidden, m.mlp.act, gate);
     const op_input shared_up = l.linear(in(scope, n.up), tok, m.hidden, e.shared_hidden, false, x);
@@ -423,7 +431,8 @@ constexpr op_input experts(stage_builder& l, const model_spec& m, op_input x) {
 
 // One layer of an encoder or decoder stack, its parts arranged as
 // block_part says; `moe`: experts in place of the MLP.
-constexpr void layer(stage_builder l, const model_spec& m, std::uint64_t window, bool attention_norm, bool moe = false) {
+constexpr void layer(stage_builder l, const model_spec& m, std::uint64_t window, bool attention_norm, bool moe = false,
+                     bool rope = true) {
     const auto feed_forward = [&](op_input x) { return moe ? experts(l, m, x) : mlp(l, m, x); };
     constexpr auto tok = rows_of::source_tokens;
     const module_names& n = m.names;
@@ -445,7 +454,7 @@ constexpr void layer(stage_builder l, const model_spec& m, std::uint64_t window,
         case norm_placement::pre:
         case norm_placement::sandwich: {
             const op_input x0 = attention_norm ? norm(n.attention_norm, stage_input) : stage_input;
-            op_input a = self_attention(l, m, window, x0);
+            op_input a = self_attention(l, m, window, x0, rope);
             if (b.placement == norm_placement::sandwich) a = norm(n.attention_out_norm, a);
             a = l.dropout(in(n.attention, "resid_dropout"), tok, h, attn_drop, a);
             const op_input mid = l.residual(in("", "attention_residual"), tok, h, a, stage_input);
@@ -526,10 +535,11 @@ constexpr void layer_stages(graph_builder& g, const model_spec& m) {
     auto runs = [&](std::uint64_t from, std::uint64_t n) {
         std::uint64_t i = 0;
         while (i < n) {
-            const std::uint64_t window = m.pattern.window_of(from + i);
+            const std::uint64_t at = from + i;
             std::uint64_t same = 1;
-            while (i + same < n && m.pattern.window_of(from + i + same) == window) ++same;
-            layer(g.add_block(m.names.layers, same), m, window, true, moe);
+            while (i + same < n && m.pattern.same_kind(at + same, at)) ++same;
+            layer(g.add_block(m.names.layers, same), m, m.pattern.window_of(at), true, moe && !m.pattern.dense_of(at),
+                  !m.pattern.no_rope_of(at));
             i += same;
         }
     };

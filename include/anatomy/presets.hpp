@@ -110,6 +110,8 @@ inline constexpr model_spec deepseek_v2 = families::deepseek_v2({.vocab = 102400
 inline constexpr model_spec deepseek_v3 = families::deepseek_v3({.vocab = 129280, .hidden = 7168, .layers = 61, .heads = 128, .ffn = 18432}, {.experts = 256, .top_k = 8, .hidden = 2048, .shared = 2048, .first_dense = 3}, {.q_lora_rank = 1536, .kv_lora_rank = 512, .nope = 128, .rope = 64, .v = 128});
 inline constexpr model_spec gpt_oss_20b = families::gpt_oss({.vocab = 201088, .hidden = 2880, .layers = 24, .heads = 64, .kv_heads = 8, .head_dim = 64, .ffn = 2880}, {.experts = 32, .top_k = 4, .hidden = 2880}, 128);
 inline constexpr model_spec gpt_oss_120b = families::gpt_oss({.vocab = 201088, .hidden = 2880, .layers = 36, .heads = 64, .kv_heads = 8, .head_dim = 64, .ffn = 2880}, {.experts = 128, .top_k = 4, .hidden = 2880}, 128);
+inline constexpr model_spec llama_4_scout = families::llama4({.vocab = 202048, .hidden = 5120, .layers = 48, .heads = 40, .kv_heads = 8, .head_dim = 128, .ffn = 16384}, {.experts = 16, .top_k = 1, .hidden = 8192, .shared = 8192}, 1, 4, 8192, true, true);
+inline constexpr model_spec llama_4_maverick = families::llama4({.vocab = 202048, .hidden = 5120, .layers = 48, .heads = 40, .kv_heads = 8, .head_dim = 128, .ffn = 16384}, {.experts = 128, .top_k = 1, .hidden = 8192, .shared = 8192}, 2, 4, 8192, false, true);
 // GPT-3 175B (Brown et al., 2020, Table 2.1) in the GPT-2 layout; no checkpoint.
 inline constexpr model_spec gpt3_175b = families::gpt2({.vocab = 50257, .hidden = 12288, .layers = 96, .heads = 96, .ffn = 49152, .tied = true}, 2048);
 
@@ -204,6 +206,8 @@ named_preset{"bert-base", bert_base},
     named_preset{"deepseek-v3", deepseek_v3},
     named_preset{"gpt-oss-20b", gpt_oss_20b},
     named_preset{"gpt-oss-120b", gpt_oss_120b},
+    named_preset{"llama-4-scout", llama_4_scout},
+    named_preset{"llama-4-maverick", llama_4_maverick},
     named_preset{"gpt3-175b", gpt3_175b},
 };
 

@@ -33,11 +33,11 @@ struct calibration_case {
 };
 
 // A case's model: a preset where one exists, else the config it was built from.
-model_spec model_named(const std::string& config) {
+model_spec model_named(const std::string& config, const std::string& configs) {
     static const std::map<std::string, std::string> preset_of{{"llama3.2-1b", "llama-3.2-1b"}};
     const auto it = preset_of.find(config);
     if (const auto spec = presets::find(it == preset_of.end() ? config : it->second)) return *spec;
-    return cli::load_hf_config(std::string(ANATOMY_CALIBRATION_CONFIGS) + "/" + config + ".json").spec;
+    return cli::load_hf_config(configs + "/" + config + ".json").spec;
 }
 
 recipe recipe_of(const nlohmann::json& spec) {
@@ -78,7 +78,8 @@ recipe recipe_of(const nlohmann::json& spec) {
 // largest-batch searches (not a peak).
 bool needs_later_work(const nlohmann::json& spec) { return spec.contains("qlora") || spec.contains("budget_gib"); }
 
-std::vector<calibration_case> load_cases(const char* path, std::size_t& deferred) {
+std::vector<calibration_case> load_cases(const char* path, std::size_t& deferred,
+                                        const std::string& configs = ANATOMY_CALIBRATION_CONFIGS) {
     std::ifstream in(path);
     REQUIRE(in.good());
     std::vector<calibration_case> cases;
@@ -94,7 +95,7 @@ std::vector<calibration_case> load_cases(const char* path, std::size_t& deferred
             ++deferred;
             continue;
         }
-        const model_spec model = model_named(spec.at("model").get<std::string>());
+        const model_spec model = model_named(spec.at("model").get<std::string>(), configs);
         // An image model's sequence is its patches plus the CLS token.
         const std::uint64_t seq = model.embedding.patches() ? 0 : spec.at("seq").get<std::uint64_t>();
         cases.push_back({j.at("case").get<std::string>(), model, recipe_of(spec),
@@ -177,4 +178,18 @@ TEST_CASE("real-size checkpoints of the newer families match their H200 measurem
     // Achieved: median 0.02 %, max 2.07 % (phi-3-mini inference without a cache).
     CHECK(median <= 0.0005);
     CHECK(max <= 0.022);
+}
+
+TEST_CASE("real-size mixtures of experts match their H200 measurements", "[calibration][experts]") {
+    // olmoe-1b-7b whole, and a few layers of qwen3-30b-a3b, mixtral-8x7b,
+    // deepseek-v2-lite and qwen1.5-moe-a2.7b (tests/data/configs-moe):
+    // training, LoRA, checkpointing, inference with the cache
+    // (bench/torch_reference/cases/moe-realsize.json).
+    std::size_t deferred = 0;
+    const auto cases = load_cases(ANATOMY_MOE_REALSIZE_FILE, deferred, ANATOMY_MOE_CONFIGS);
+    REQUIRE(cases.size() == 8);
+    const auto [median, max] = peak_errors(cases);
+    // Achieved: median 0.01 %, max 0.21 % (mixtral-8x7b, two layers).
+    CHECK(median <= 0.0003);
+    CHECK(max <= 0.003);
 }

@@ -611,7 +611,7 @@ TEST_CASE("bad keys: one message naming the key") {
         CHECK(error_of(c) == "anatomy: config.json: model_type \"mt5\" is not supported; the estimator knows bert, "
                              "roberta, distilbert, modernbert, gpt2, llama, mistral, qwen2, qwen3, phi3, olmo2, gemma, "
                              "gemma2, gemma3_text, gpt_neox, gptj, opt, falcon, bloom, vit, t5, mixtral, qwen2_moe, qwen3_moe, olmoe, "
-          "deepseek_v2, deepseek_v3, gpt_oss");
+          "deepseek_v2, deepseek_v3, gpt_oss, llama4_text");
     }
     SECTION("tasks the model does not train") {
         CHECK(error_of(c, anatomy::task::causal_lm) ==

@@ -104,4 +104,33 @@ constexpr model_spec gpt_oss(const sizes& s, const moe_sizes& e, std::uint64_t s
     return m;
 }
 
+// Llama 4 (text): every token through every expert (its input scaled by the
+// router's sigmoid scores) plus a shared expert; dense layers between MoE
+// ones every `moe_step` layers (Maverick: 2); chunked attention on RoPE
+// layers, full attention without RoPE every `nope_every`-th layer, where q
+// is scaled by a temperature; an L2 q/k norm on RoPE layers (use_qk_norm).
+// `s.ffn` is the dense layers' width (intermediate_size_mlp).
+constexpr model_spec llama4(const sizes& s, const moe_sizes& e, std::uint64_t moe_step = 1, std::uint64_t nope_every = 4,
+                            std::uint64_t chunk = 8192, bool qk_norm = true, bool temperature_tuning = true) {
+    model_spec m = llama(s);
+    m.model_type = "llama4_text";
+    m.attention.qk_l2_norm = qk_norm;
+    m.attention.temperature_tuning = temperature_tuning;
+    m.experts = {.count = e.experts, .top_k = e.top_k, .hidden = e.hidden, .shared_hidden = e.shared,
+                 .dense_dispatch = true};
+    // One cycle covers both patterns: lcm(moe_step, nope_every) layers
+    // (nope_every 0: every layer has RoPE).
+    const std::uint64_t rope_period = nope_every == 0 ? 1 : nope_every;
+    std::uint64_t length = rope_period;
+    while (length % moe_step != 0) length += rope_period;
+    m.pattern.length = length;
+    for (std::uint64_t i = 0; i < length && i < m.pattern.windows.size(); ++i) {
+        m.pattern.no_rope[i] = nope_every != 0 && (i + 1) % nope_every == 0;
+        m.pattern.windows[i] = m.pattern.no_rope[i] ? 0 : chunk;  // NoPE layers attend fully
+        m.pattern.dense[i] = (i + 1) % moe_step != 0;  // moe_layers: range(step - 1, layers, step)
+    }
+    m.names.mlp = "feed_forward";
+    return m;
+}
+
 }  // namespace anatomy::families

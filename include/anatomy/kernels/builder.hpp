@@ -41,7 +41,8 @@ public:
             case rows_of::source_tokens: return checked_mul(s.batch, s.seq);
             case rows_of::target_tokens: return checked_mul(s.batch, target_length(s));
             case rows_of::sequences: return s.batch;
-            case rows_of::routed_tokens: return checked_mul(checked_mul(s.batch, s.seq), m.experts.top_k);
+            case rows_of::routed_tokens:
+                return checked_mul(checked_mul(s.batch, s.seq), m.experts.rows_per_token());
         }
         return 0;
     }

@@ -32,6 +32,16 @@ constexpr tensor_slot expand_router(kernel_builder& b, const op& o) {
     if (e.router_fp32 && b.grad_enabled()) k.saved_extra = b.tensor(o.weight.numel(), dtype::fp32);
     k.param_grads = b.param_grad_bytes(o);
     const tensor_slot logits = b.push(k);
+    if (e.dense_dispatch) {
+        // Llama 4: top-k logits scattered into a -inf [tokens, experts], then
+        // sigmoid(.float()).to(dtype): 0 for the experts not picked.
+        const tensor_slot top = b.compute("topk", b.tensor(picked, t), t, {logits, no_slot, no_slot}, 0, false,
+                                          b.tensor(picked, dtype::int64));
+        const tensor_slot full = b.compute("scatter", b.tensor(scores, t), t, {top, no_slot, no_slot}, 0);
+        const tensor_slot sig = b.compute("sigmoid", b.tensor(scores, dtype::fp32), dtype::fp32,
+                                          {b.cast(full, scores, dtype::fp32), no_slot, no_slot}, 0, true);
+        return b.cast(sig, scores, t);
+    }
     if (e.scoring == router_scoring::softmax_of_top_k) {
         // gpt-oss: top-k of the logits, then a softmax over those k, in their dtype.
         const tensor_slot top = b.compute("topk", b.tensor(picked, t), t, {logits, no_slot, no_slot}, 0, false,
@@ -53,7 +63,12 @@ constexpr tensor_slot grouped_projection(kernel_builder& b, const op& o, tensor_
     const std::uint64_t rows = b.rows(o.rows);
     const dtype t = b.matmul_type(b.type_of(x));
     tensor_slot in = b.cast(x, checked_mul(gathers ? b.rows(rows_of::source_tokens) : rows, o.in_width), t);
-    if (gathers) {
+    const bool dense = b.m.experts.dense_dispatch;
+    if (gathers && dense) {
+        // hidden_states.repeat(experts, 1) * scores: every expert sees every token.
+        in = b.pointwise("repeat", in, checked_mul(rows, o.in_width));
+        in = b.binary("mul", in, b.slot_of(o.inputs[1]), checked_mul(rows, o.in_width), 0b11);
+    } else if (gathers) {
         // hidden_states[perm // top_k], with the sort's int64 permutations kept for backward.
         in = b.compute("index", b.tensor(checked_mul(rows, o.in_width), t), t, {in, no_slot, no_slot}, 0, false,
                        b.tensor(checked_mul(3, rows), dtype::int64));
@@ -71,6 +86,7 @@ constexpr tensor_slot grouped_projection(kernel_builder& b, const op& o, tensor_
     // gpt-oss: out.add_(bias[expert_ids]), the gathered bias a transient.
     if (!o.bias.empty()) k.workspace = b.tensor(checked_mul(rows, o.out_width), t);
     const tensor_slot y = b.push(k);
+    if (dense) return y;  // bmm over all experts: nothing to mask
     return b.compute("masked_fill", b.tensor(checked_mul(rows, o.out_width), t), t, {y, no_slot, no_slot}, 0, false,
                      b.tensor(rows, dtype::boolean));
 }
@@ -101,6 +117,8 @@ constexpr tensor_slot expand_experts_combine(kernel_builder& b, const op& o) {
     const tensor_slot down = b.slot_of(o.inputs[0]);
     const tensor_slot weights = b.slot_of(o.inputs[1]);
     const std::uint64_t routed = checked_mul(b.rows(rows_of::routed_tokens), o.out_width);
+    // Llama 4 weighted the inputs: its outputs are only summed over the experts.
+    if (b.m.experts.dense_dispatch) return b.pointwise("sum", down, b.elements(o.rows, o.out_width));
     const tensor_slot weighted = b.binary("mul", down, weights, routed, 0b11);
     const tensor_slot ordered = b.pointwise("index", weighted, routed);
     const tensor_slot sum = b.pointwise("sum", ordered, b.elements(o.rows, o.out_width));

@@ -62,6 +62,8 @@ constexpr tensor_slot expand_rms_norm(kernel_builder& b, const op& o) {
             weight_mul_type = dtype::fp32;
             break;
     }
+    // A norm without a weight (Llama 4's L2 q/k norm) ends here, in its input's dtype.
+    if (o.weight.empty()) return b.cast(normed, elements, in_type);
     // weight * normed: keeps `normed` for the weight's gradient.
     kernel k = b.make("mul", b.tensor(elements, weight_mul_type), weight_mul_type, {normed, no_slot, no_slot});
     const bool weight_grad = b.trainable(o);

@@ -66,6 +66,10 @@ struct attention_part {
     // gpt-oss: a learned sink logit per head, a column cat to the scores
     // before their softmax (eager attention).
     bool sinks = false;
+    // Llama 4: q and k get a weightless L2 norm on RoPE layers only; NoPE
+    // layers scale q by a per-position temperature (a new tensor).
+    bool qk_l2_norm = false;
+    bool temperature_tuning = false;
     std::uint64_t q_lora_rank = 0;
     std::uint64_t kv_lora_rank = 0;  // 0: not latent attention
     std::uint64_t rope_head_dim = 0;

@@ -32,6 +32,13 @@ struct experts_part {
     // clamped SwiGLU over interleaved gate/up halves: (up + 1) * gate * sigmoid(1.702 gate).
     bool biases = false;
     bool clamped_swiglu = false;
+    // Llama 4: every token passes through every expert (bmm over [experts,
+    // tokens, hidden]), its input scaled by the router's sigmoid score, which
+    // is 0 for the experts it did not pick.
+    bool dense_dispatch = false;
+
+    // Rows the experts compute per token: top_k, or every expert.
+    constexpr std::uint64_t rows_per_token() const { return dense_dispatch ? count : top_k; }
 
     constexpr bool enabled() const { return count > 0; }
 };

@@ -15,13 +15,24 @@ namespace anatomy {
 
 struct layer_pattern {
     // Window of each layer of the cycle, in tokens; 0: full attention.
+    // (Llama 4's chunked attention masks like a window of the chunk size.)
     std::array<std::uint64_t, 8> windows{};
     std::uint64_t length = 1;  // layers in the cycle
+    // Llama 4: layers without RoPE (its NoPE layers), and a mixture of
+    // experts' layers that keep a dense MLP (Maverick's interleave).
+    std::array<bool, 8> no_rope{};
+    std::array<bool, 8> dense{};
 
     constexpr std::uint64_t window_of(std::uint64_t layer) const { return windows[layer % length]; }
+    constexpr bool no_rope_of(std::uint64_t layer) const { return no_rope[layer % length]; }
+    constexpr bool dense_of(std::uint64_t layer) const { return dense[layer % length]; }
+    // Layers i and j run the same kernels.
+    constexpr bool same_kind(std::uint64_t i, std::uint64_t j) const {
+        return window_of(i) == window_of(j) && no_rope_of(i) == no_rope_of(j) && dense_of(i) == dense_of(j);
+    }
     constexpr bool uniform() const {
         for (std::uint64_t i = 1; i < length; ++i)
-            if (windows[i] != windows[0]) return false;
+            if (!same_kind(i, 0)) return false;
         return true;
     }
 };
