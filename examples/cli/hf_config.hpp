@@ -710,6 +710,9 @@ inline void require_every_layer_moe(const reader& r) {
     }
 }
 
+// output_router_logits (default false) adds the load-balancing loss.
+inline void read_aux_loss(const reader& r, model_spec& m) { m.experts.aux_loss = r.boolean_or("output_router_logits", false); }
+
 inline model_spec read_mixtral(const reader& r) {
     const families::sizes s = read_llama_sizes(r, false);
     families::moe_sizes e = read_moe_counts(r, {"num_local_experts", "num_experts"}, 8, 2);
@@ -717,6 +720,7 @@ inline model_spec read_mixtral(const reader& r) {
     model_spec m = families::mixtral(s, e, r.count_or("sliding_window", 0, /*nullable=*/true));
     m.mlp.act = parse_activation(r, "hidden_act", "silu");
     m.attention.dropout = r.probability_or("attention_dropout", 0.0);
+    read_aux_loss(r, m);
     return m;
 }
 
@@ -736,6 +740,7 @@ inline model_spec read_qwen_moe(const reader& r) {
     m.mlp.act = parse_activation(r, "hidden_act", "silu");
     m.attention.dropout = r.probability_or("attention_dropout", 0.0);
     read_qwen_sliding(r, m);
+    read_aux_loss(r, m);
     return m;
 }
 
@@ -746,6 +751,7 @@ inline model_spec read_olmoe(const reader& r) {
     model_spec m = families::olmoe(s, e, r.boolean_or("attention_bias", false));
     m.mlp.act = parse_activation(r, "hidden_act", "silu");
     m.attention.dropout = r.probability_or("attention_dropout", 0.0);
+    read_aux_loss(r, m);
     return m;
 }
 
@@ -792,6 +798,7 @@ inline model_spec read_gpt_oss(const reader& r) {
         m.pattern = pattern_from_layer_types(r, *types, s.layers, window);
     m.attention.qkv_bias = m.attention.out_bias = r.boolean_or("attention_bias", true);
     m.attention.dropout = r.probability_or("attention_dropout", 0.0);
+    read_aux_loss(r, m);
     return m;
 }
 

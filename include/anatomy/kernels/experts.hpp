@@ -32,6 +32,12 @@ constexpr tensor_slot expand_router(kernel_builder& b, const op& o) {
     if (e.router_fp32 && b.grad_enabled()) k.saved_extra = b.tensor(o.weight.numel(), dtype::fp32);
     k.param_grads = b.param_grad_bytes(o);
     const tensor_slot logits = b.push(k);
+    if (e.aux_loss && b.grad_enabled()) {
+        // load_balancing_loss_func: softmax(router_logits) in their dtype, kept
+        // for its backward; the output keeps the logits (a plain loop).
+        b.at(logits).held = keeps_outputs(b.r);
+        (void)b.compute("softmax", b.tensor(scores, t), t, {logits, no_slot, no_slot}, 0, true);
+    }
     if (e.dense_dispatch) {
         // Llama 4: top-k logits scattered into a -inf [tokens, experts], then
         // sigmoid(.float()).to(dtype): 0 for the experts not picked.

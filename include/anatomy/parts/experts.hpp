@@ -32,6 +32,10 @@ struct experts_part {
     // clamped SwiGLU over interleaved gate/up halves: (up + 1) * gate * sigmoid(1.702 gate).
     bool biases = false;
     bool clamped_swiglu = false;
+    // output_router_logits: the load-balancing loss. The model output keeps
+    // each MoE layer's router logits, and the loss a softmax of them for
+    // backward (Mixtral, Qwen-MoE, OLMoE, gpt-oss; DeepSeek and Llama 4 have none).
+    bool aux_loss = false;
     // Llama 4: every token passes through every expert (bmm over [experts,
     // tokens, hidden]), its input scaled by the router's sigmoid score, which
     // is 0 for the experts it did not pick.
