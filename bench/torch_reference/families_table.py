@@ -9,10 +9,10 @@ for l in open('tests/data/families-h200.jsonl'):
     d=json.loads(l)
     if 'case' not in d or 'peak_alloc' not in d: continue
     s=d['spec']
-    if 'qlora' in s: continue
     a=[(sys.argv[1] if len(sys.argv) > 1 else 'build/examples/anatomy'),'estimate','--config','tests/data/calibration-configs/%s.json'%s['model'],'--batch',str(s['batch']),'--json']
     if s['model']!='vit-s': a+=['--seq',str(s['seq'])]
-    if s.get('weights'): a+=['--weights',s['weights']]
+    if s.get('qlora'): a+=['--quantize','nf4']
+    elif s.get('weights'): a+=['--weights',s['weights']]
     if s.get('amp'): a+=['--autocast',s['amp']]
     if s.get('attn'): a+=['--attention',s['attn']]
     if s.get('gc'): a+=['--grad-checkpointing']

@@ -56,7 +56,7 @@ template <class... Args>
 // The flags as typed; numbers and names are parsed here, not by CLI11, so
 // that every message follows one style.
 struct raw_options {
-    std::string config, model, task, batch, seq, target_seq, weights, autocast, master, optimizer, attention, loop,
+    std::string config, model, task, batch, seq, target_seq, weights, autocast, master, optimizer, attention, loop, quantize,
         grad_accum, lora_rank, lora_targets, lora_dropout, num_labels, budget, gpu, framework, recompute, parallel,
         world_size, fsdp_param_dtype, offload, offload_device, tp, pp, micro_batches;
     bool grad_checkpointing = false, inference = false, kv_cache = false, json = false, explain = false,
@@ -163,6 +163,10 @@ inline void add_model_flags(CLI::App& app, raw_options& o, bool with_batch) {
                              "a master copy the optimizer updates (fp32 needs --weights bf16 or fp16)", "none");
     add_enum<optimizer_kind>(app, "--optimizer", o.optimizer, "optimizer", "adamw; none with --inference");
     add_enum<attention_kernel>(app, "--attention", o.attention, "attention kernel", "sdpa");
+    add_enum<quantization>(app, "--quantize", o.quantize,
+                           "a 4-bit base (bitsandbytes, double quantization, bf16 compute); training it needs LoRA "
+                           "(QLoRA: the rest of the model in fp32)",
+                           "none");
     add_enum<training_loop>(app, "--loop", o.loop,
                             "how the step is written: plain keeps the outputs through backward, loss-only and "
                             "hf-trainer (transformers.Trainer, AdamW fused by default) do not",
@@ -255,6 +259,14 @@ inline recipe build_recipe(const raw_options& o, std::vector<std::string>& lora_
     if (!o.master.empty()) r.master = parse_enum<master_weights>("--master-weights", o.master);
     if (!o.attention.empty()) r.attention = parse_enum<attention_kernel>("--attention", o.attention);
     if (!o.loop.empty()) r.loop = parse_enum<training_loop>("--loop", o.loop);
+    if (!o.quantize.empty()) r.quantize = parse_enum<quantization>("--quantize", o.quantize);
+    if (r.quantize != quantization::none && !o.inference) {
+        if (o.lora_rank.empty())
+            usage("--quantize {}: 4-bit weights take no gradient; add --lora-rank R --lora-targets LIST (QLoRA)",
+                  o.quantize);
+        // peft.prepare_model_for_kbit_training casts what is not quantized to fp32.
+        r.weights = dtype::fp32;
+    }
     if (r.loop != training_loop::plain && o.inference)
         usage("--loop {}: is a training loop; drop it with --inference", o.loop);
     // Plain values, not std::optional: g++ 12 at -O2 warns that an engaged
@@ -505,6 +517,9 @@ inline std::string recipe_text(const request& q) {
         out += fmt::format(" (estimated as eager: {} has no SDPA path in transformers 5.17)", q.model.model_type);
     out += fmt::format("\n{:<10}loop {}, grad accum {}, grad checkpointing {}", "", name_of(r.loop), r.grad_accum,
                        r.grad_checkpointing ? "on" : "off");
+    if (r.quantize != quantization::none)
+        out += fmt::format(", {} base ({} compute{})", name_of(r.quantize), name_of(r.quant_compute),
+                           r.inference ? "" : "; the rest fp32, as prepare_model_for_kbit_training casts it");
     if (r.lora.enabled()) {
         std::string targets;
         for (const std::string& t : q.lora_targets) targets += fmt::format("{}{}", targets.empty() ? "" : ",", t);
@@ -668,6 +683,7 @@ inline ojson inputs_json(std::string_view command, const request& q, bool with_b
     rj["optimizer"] = name_of(r.optimizer);
     rj["attention"] = name_of(r.attention);
     rj["loop"] = name_of(r.loop);
+    rj["quantize"] = name_of(r.quantize);
     rj["attention_implementation"] = r.attention == attention_kernel::eager || !q.model.attention.sdpa ? "eager" : "sdpa";
     rj["grad_accum"] = r.grad_accum;
     rj["grad_checkpointing"] = r.grad_checkpointing;

@@ -52,7 +52,13 @@ struct parameter_tensor_group {
     dtype type = dtype::fp32;
     bool trainable = true;
     const stage* owner = nullptr;  // the stage that holds it
+    bool quantized = false;  // stored in 4 bits (quantized_weight_tensors)
 };
+
+// Whether an op's weight is stored in 4 bits under the recipe.
+constexpr bool quantized_weight(const op& o, const recipe& r) {
+    return r.quantize != quantization::none && o.kind == op_kind::linear && !o.full_precision;
+}
 
 // Calls f(parameter_tensor_group) for every parameter tensor, LoRA adapters
 // included. Tied weights are visited once.
@@ -63,7 +69,8 @@ constexpr void for_each_parameter(const op_graph& graph, const recipe& r, F&& f)
         const stage& s = graph.stages[i];
         const std::uint64_t copies = graph.copies(i);
         for (const op& o : s.ops) {
-            if (!o.tied && !o.weight.empty()) f(parameter_tensor_group{o.weight, copies, r.weights, trainable, &s});
+            if (!o.tied && !o.weight.empty())
+                f(parameter_tensor_group{o.weight, copies, r.weights, trainable, &s, quantized_weight(o, r)});
             if (!o.bias.empty()) f(parameter_tensor_group{o.bias, copies, r.weights, trainable, &s});
             if (o.kind == op_kind::linear && r.lora.enabled() && r.lora.targets_module(o.module)) {
                 f(parameter_tensor_group{{r.lora.rank, o.in_width}, copies, lora_adapter_dtype, !r.inference, &s});
@@ -169,7 +176,16 @@ constexpr state_count count_model_state(const op_graph& graph, const recipe& r, 
         parameter_tensor_group p = group;
         p.tensor = state_shard(group.tensor, r);
         const bool offload_state = r.offload != offload_target::none;
-        const bytes weight = weight_shard(group.tensor, r).numel() * size_of(p.type);
+        bytes weight = weight_shard(group.tensor, r).numel() * size_of(p.type);
+        if (group.quantized) {
+            weight = bytes{};
+            for (bytes part : quantized_weight_tensors(group.tensor.numel())) {
+                weight += part;
+                st.resident_blocks += p.copies * block_size(part);
+            }
+            l.weights += p.copies * weight;
+            return;  // frozen: no gradient, no optimizer state
+        }
         if (r.offload == offload_target::params) {
             st.host += p.copies * weight;
         } else {

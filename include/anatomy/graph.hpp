@@ -260,6 +260,10 @@ public:
     constexpr std::size_t size() const { return graph_.stages.size(); }
     constexpr void set_cycle(layer_cycle c) { graph_.cycle = c; }
     constexpr void mark_encoder_output() { graph_.stages.back().encoder_output = true; }
+    // bitsandbytes' integration converts every nn.Linear but the output head.
+    constexpr void keep_last_stage_precision() {
+        for (op& o : graph_.stages.back().ops) o.full_precision = true;
+    }
     // A tied LM head reuses the input embedding table, the first embedding of
     // the first stage; that table's gradient then arrives last and is added to the head's.
     constexpr void tie_first_embedding() {
@@ -655,13 +659,13 @@ constexpr void lower_stack(graph_builder& g, const model_spec& m) {
     }
     auto head = g.add("head");
     switch (m.head.kind) {
-        case task::causal_lm: lm_head(g, head, m, x, width); return;
-        case task::masked_lm: masked_lm_head(g, head, m, x); return;
+        case task::causal_lm: lm_head(g, head, m, x, width); break;
+        case task::masked_lm: masked_lm_head(g, head, m, x); break;
         case task::seq_cls:
-        case task::image_cls: classifier(head, m, x, width); return;
-        case task::seq2seq: break;
+        case task::image_cls: classifier(head, m, x, width); break;
+        case task::seq2seq: throw error("anatomy::lower: an encoder or decoder stack has no seq2seq head");
     }
-    throw error("anatomy::lower: an encoder or decoder stack has no seq2seq head");
+    g.keep_last_stage_precision();
 }
 
 // ---- T5: an encoder and a decoder with cross-attention -----------------------
@@ -752,6 +756,7 @@ constexpr void lower_t5(graph_builder& g, const model_spec& m) {
                                    : stage_input;
     head.loss(tgt, m.embedding.vocab, head.linear(in("", "lm_head"), tgt, d, m.embedding.vocab, false, x, m.head.tied));
     g.tie_first_embedding();  // the decoder's embed_tokens is always T5's `shared`
+    g.keep_last_stage_precision();
 }
 
 }  // namespace detail

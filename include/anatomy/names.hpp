@@ -83,6 +83,13 @@ struct enum_names<attention_kernel> {
 };
 
 template <>
+struct enum_names<quantization> {
+    static constexpr std::string_view what = "quantization";
+    static constexpr std::array<std::pair<quantization, std::string_view>, 3> table{
+        {{quantization::none, "none"}, {quantization::nf4, "nf4"}, {quantization::fp4, "fp4"}}};
+};
+
+template <>
 struct enum_names<training_loop> {
     static constexpr std::string_view what = "loop";
     static constexpr std::array<std::pair<training_loop, std::string_view>, 3> table{

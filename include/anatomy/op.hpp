@@ -77,6 +77,7 @@ struct op {
     param_tensor weight;
     param_tensor bias;
     bool tied;                 // weight is an earlier op's (tied embeddings): counted once
+    bool full_precision;       // never quantized: transformers keeps the head's linears (lm_head) as they are
     bool weight_shared_later;  // a later op is tied to this op's weight
     std::array<op_input, 3> inputs;  // no_input where unused
 

@@ -61,6 +61,11 @@ enum class parallelism { none, ddp, fsdp, zero1, zero2, zero3 };
 enum class offload_target { none, optimizer, params };
 enum class offload_device { cpu, nvme };
 
+// A quantized base (bitsandbytes, as transformers' BitsAndBytesConfig loads
+// it): every linear but the head's stored in 4 bits (NF4 or FP4, double
+// quantization, bf16 compute), dequantized per matmul.
+enum class quantization { none, nf4, fp4 };
+
 // peft creates LoRA adapters in fp32 and keeps them there over half base
 // weights (get_peft_model's autocast_adapter_dtype=True).
 inline constexpr dtype lora_adapter_dtype = dtype::fp32;
@@ -95,6 +100,10 @@ struct recipe {
     attention_kernel attention = attention_kernel::sdpa;
     training_loop loop = training_loop::plain;
     lora_config lora{};
+    // A 4-bit base. Training it is QLoRA: peft's prepare_model_for_kbit_training
+    // casts the unquantized parameters to fp32, so `weights` is fp32 then.
+    quantization quantize = quantization::none;
+    dtype quant_compute = dtype::bf16;  // bnb_4bit_compute_dtype
     bool inference = false;
     bool kv_cache = false;  // inference with use_cache=True
     parallelism parallel = parallelism::none;
@@ -147,6 +156,14 @@ constexpr void validate(const recipe& r) {
                     "anatomy::validate(recipe): LoRA needs at least one target module");
     detail::require(r.lora.enabled() || r.lora.target_count() == 0,
                     "anatomy::validate(recipe): LoRA targets need a rank > 0");
+    detail::require(r.quantize == quantization::none || r.inference || r.lora.enabled(),
+                    "anatomy::validate(recipe): 4-bit weights take no gradient; train a quantized base with LoRA (QLoRA)");
+    detail::require(r.quantize == quantization::none || r.inference || r.weights == dtype::fp32,
+                    "anatomy::validate(recipe): QLoRA's prepare_model_for_kbit_training keeps the unquantized "
+                    "parameters in fp32; pass weights fp32");
+    detail::require(r.quantize == quantization::none || (r.parallel == parallelism::none && r.autocast == autocast_mode::off),
+                    "anatomy::validate(recipe): a quantized base is modelled on one GPU without autocast");
+    detail::require(is_half(r.quant_compute), "anatomy::validate(recipe): quant_compute must be bf16 or fp16");
     detail::require(r.world_size >= 1, "anatomy::validate(recipe): world_size must be >= 1");
     detail::require(r.world_size == 1 || r.parallel != parallelism::none,
                     "anatomy::validate(recipe): world_size > 1 needs a parallelism (ddp)");

@@ -22,8 +22,11 @@ constexpr void build_model(const op_graph& graph, const recipe& r, caching_alloc
         for (std::uint64_t layer = 0; layer < graph.copies(i); ++layer)
             for (const op& o : graph.stages[i].ops) {
                 if (r.offload == offload_target::params) continue;  // kept in CPU memory
-                if (!o.tied && !o.weight.empty())
+                if (quantized_weight(o, r)) {
+                    for (bytes part : quantized_weight_tensors(o.weight.numel())) a.allocate(part, tensor_owner::model);
+                } else if (!o.tied && !o.weight.empty()) {
                     a.allocate(weight_shard(o.weight, r).numel() * size_of(r.weights), tensor_owner::model);
+                }
                 if (!o.bias.empty()) a.allocate(weight_shard(o.bias, r).numel() * size_of(r.weights), tensor_owner::model);
                 if (o.kind == op_kind::linear && r.lora.enabled() && r.lora.targets_module(o.module)) {
                     a.allocate(detail::checked_mul(r.lora.rank, o.in_width) * size_of(lora_adapter_dtype), tensor_owner::model);

@@ -48,9 +48,35 @@ constexpr tensor_slot lora_branch(kernel_builder& b, const op& o, tensor_slot x,
     return b.cast(sum, out, b.type_of(base));  // peft returns the base layer's dtype
 }
 
+// bitsandbytes' Linear4bit: x.to(compute dtype), gemm_4bit with the weight
+// dequantized for the call (and again in backward), the output cast back to
+// x's dtype. It keeps nothing for backward: the base is frozen (traced: the
+// dequantized weight and two fp32 absmax are the transients).
+constexpr tensor_slot quantized_linear(kernel_builder& b, const op& o, tensor_slot x) {
+    const std::uint64_t n = b.rows(o.rows);
+    const dtype t = b.r.quant_compute;
+    const tensor_slot x_c = b.cast(x, checked_mul(n, o.in_width), t);
+    const bytes dequantized = b.tensor(o.weight.numel(), t) + 2 * b.tensor(ceil_div(o.weight.numel(), 64), dtype::fp32);
+    kernel k = b.make("gemm_4bit", b.tensor(checked_mul(n, o.out_width), t), t, {x_c, no_slot, no_slot});
+    k.requires_grad = b.grad_of(x_c);
+    k.grad_inputs = k.requires_grad ? 1 : 0;
+    k.workspace = dequantized;
+    k.backward_workspace = dequantized;
+    if (!o.bias.empty()) k.param_grads = bytes{};  // frozen with the base
+    tensor_slot y = b.push(k);
+    y = b.cast(y, checked_mul(n, o.out_width), b.type_of(x));
+    return y;
+}
+
 constexpr tensor_slot expand_linear(kernel_builder& b, const op& o) {
     const tensor_slot x = b.slot_of(o.inputs[0]);
     const std::uint64_t n = b.rows(o.rows);
+    const bool adapted = b.r.lora.enabled() && b.r.lora.targets_module(o.module);
+    if (b.r.quantize != quantization::none && !o.full_precision) {
+        const tensor_slot y = quantized_linear(b, o, x);
+        // peft's bnb LoRA layer clones the base output before adding its branch.
+        return adapted ? lora_branch(b, o, x, b.pointwise("clone", y, b.elements(o.rows, o.out_width))) : y;
+    }
     const bool weight_grad = b.trainable(o);
     const dtype compute_type = b.matmul_type(b.type_of(x));
     const tensor_slot x_c = b.cast(x, detail::checked_mul(n, o.in_width), compute_type);
@@ -75,7 +101,6 @@ constexpr tensor_slot expand_linear(kernel_builder& b, const op& o) {
     if (weight_grad && weight_cast) k.backward_workspace += weight_copy;
     if (weight_grad && !o.bias.empty()) k.backward_workspace += b.reduction_staging(n, o.out_width);
     const tensor_slot y = b.push(k);
-    const bool adapted = b.r.lora.enabled() && b.r.lora.targets_module(o.module);
     return adapted ? lora_branch(b, o, x, y) : y;
 }
 
