@@ -112,6 +112,9 @@ struct state_count {
     bytes host{};  // offloaded off the GPU (to CPU memory or NVMe)
     bytes managed{};  // a paged optimizer's state, in CUDA managed memory
     bytes zero_grad_partition{};  // ZeRO's fp32 copy of a rank's gradient partition, at the step
+    bytes gathered_live{};  // ZeRO-3 with offloaded parameters: those it keeps live on the GPU
+    // ZeRO frees autograd's gradients before the step's own buffers peak.
+    bool step_frees_gradients = false;
 };
 
 // What one rank holds of a tensor. FSDP2 shards each parameter along dim 0,
@@ -146,8 +149,43 @@ constexpr bool gradients_preallocated(const recipe& r) { return r.grad_accum > 1
 // FSDP2 and ZeRO-3 keep the root group gathered from the first forward to the
 // end of backward, and one block at a time besides (every block without
 // resharding after forward).
+// DeepSpeed ZeRO-3 with offloaded parameters fetches them to the GPU and
+// keeps up to stage3_max_live_parameters of them there; without offload, a
+// rank of one already holds whole parameters and gathers nothing.
 constexpr bytes gathered_during_step(const state_count& st, const recipe& r) {
+    if (r.parallel == parallelism::zero3 && r.offload == offload_target::params) return st.gathered_live;
+    if (r.parallel == parallelism::zero3 && r.world_size == 1) return bytes{};
     return st.gathered_root + (r.fsdp_reshard_after_forward ? st.gathered_block : st.gathered_blocks);
+}
+
+// DeepSpeed's buffers beside the model state, measured on one H200 with
+// DeepSpeed 0.19.8 (tests/data/deepspeed-h200.jsonl), sized from its config:
+// ZeRO-3 allocates an IPG bucket of reduce_bucket_size elements at the start
+// and, unless the optimizer is offloaded, a persistent gradient partition
+// (the parameters' dtype); with an offloaded optimizer ZeRO-2 keeps one
+// buffer the size of the largest parameter; ZeRO-3 with offloaded parameters
+// keeps up to stage3_max_live_parameters fetched. They are the ledger's
+// `communication`.
+constexpr void zero_buffers(const op_graph&, const recipe& r, std::uint64_t params, param_tensor largest,
+                            state_count& st) {
+    const bytes elem = size_of(r.weights);
+    const std::uint64_t partition = ceil_div(params, r.world_size);
+    bytes buffers{};
+    if (r.parallel == parallelism::zero3) {
+        buffers += block_size(r.zero_reduce_bucket * elem);
+        if (r.offload == offload_target::none) buffers += block_size(partition * elem);
+        if (r.offload == offload_target::params) {
+            const std::uint64_t live = params < r.zero_max_live_parameters ? params : r.zero_max_live_parameters;
+            st.gathered_live = block_size(live * elem);
+        }
+    } else if (r.offload != offload_target::none && r.parallel == parallelism::zero2) {
+        buffers += block_size(largest.numel() * elem);
+    }
+    // The step finds autograd's gradients gone: converted to the fp32
+    // partition, moved into ZeRO-3's gradient partition, or sent to the host.
+    st.step_frees_gradients = true;
+    st.logical.communication += buffers;
+    st.bucket_blocks += buffers;
 }
 
 constexpr state_count count_model_state(const op_graph& graph, const recipe& r, memory_estimate& e) {
@@ -236,6 +274,7 @@ constexpr state_count count_model_state(const op_graph& graph, const recipe& r, 
         l.communication = l.gradients;
         st.bucket_blocks = block_size(l.gradients);
     }
+    if (is_zero(r.parallel)) zero_buffers(graph, r, e.params, largest, st);
     const bytes shared_state = optimizer_shared_state(r.optimizer, largest);
     if (r.offload != offload_target::none) {
         st.host += shared_state;
@@ -249,6 +288,13 @@ constexpr state_count count_model_state(const op_graph& graph, const recipe& r, 
         case step_scratch::two_per_tensor: st.step_temporaries = 2 * largest_scratch; break;
     }
     st.step_temporaries += st.zero_grad_partition;
+    // ZeRO-3 steps its fp32 partition a sub-group at a time: two fp32 buffers
+    // of the largest sub-group (measured: 2 x 4 B x min(params, sub_group_size)).
+    if (r.parallel == parallelism::zero3) {
+        const std::uint64_t partition = ceil_div(e.params, r.world_size);
+        const std::uint64_t group = partition < r.zero_sub_group ? partition : r.zero_sub_group;
+        st.step_temporaries = 2 * block_size(group * size_of(dtype::fp32));
+    }
     return st;
 }
 
@@ -666,7 +712,7 @@ constexpr memory_estimate estimate(const model_spec& model, const recipe& r, con
     e.phases.forward = bytes{static_cast<std::uint64_t>(walk.forward)};
     if (!r.inference) {
         e.phases.backward = bytes{static_cast<std::uint64_t>(walk.backward)};
-        e.phases.optimizer = resident + st.gradient_blocks + st.step_temporaries;
+        e.phases.optimizer = resident + (st.step_frees_gradients ? bytes{} : st.gradient_blocks) + st.step_temporaries;
     }
     e.peak = e.phases.forward;
     if (e.phases.backward > e.peak) e.peak = e.phases.backward;
@@ -677,11 +723,12 @@ constexpr memory_estimate estimate(const model_spec& model, const recipe& r, con
     const bool optimizer_peak = !r.inference && e.peak == e.phases.optimizer;
     const bool backward_peak = !optimizer_peak && !r.inference && e.peak == e.phases.backward;
     bytes grads_at_peak = accumulating ? st.gradient_blocks : bytes{};
-    if (optimizer_peak) grads_at_peak = st.gradient_blocks;
+    if (optimizer_peak) grads_at_peak = st.step_frees_gradients ? bytes{} : st.gradient_blocks;
     if (backward_peak && !accumulating) grads_at_peak = bytes{static_cast<std::uint64_t>(walk.grads_at_backward_peak)};
     if (optimizer_peak) l.temporaries = st.step_temporaries;
     // Gradients are reported as allocated (block-rounded) when only some exist.
     l.gradients = grads_at_peak == st.gradient_blocks ? st.logical.gradients : grads_at_peak;
+    if (optimizer_peak && st.step_frees_gradients) l.gradients = bytes{};
     const bytes state_blocks = resident + grads_at_peak;
     const bytes state_logical = l.weights + l.master_weights + l.optimizer_state + l.gradients + l.communication;
     l.allocator_rounding = state_blocks - state_logical;

@@ -116,6 +116,14 @@ struct recipe {
     dtype fsdp_param_dtype = dtype::fp32;
     offload_target offload = offload_target::none;
     offload_device offload_to = offload_device::cpu;
+    // DeepSpeed ZeRO's buffer sizes, in elements, with its config's defaults:
+    // reduce_bucket_size (ZeRO-3 keeps an IPG bucket of it from the start),
+    // stage3_max_live_parameters (gathered parameters kept on the GPU when
+    // parameters are offloaded) and sub_group_size (the optimizer steps a
+    // sub-group at a time).
+    std::uint64_t zero_reduce_bucket = 500'000'000;
+    std::uint64_t zero_max_live_parameters = 1'000'000'000;
+    std::uint64_t zero_sub_group = 1'000'000'000;
 };
 
 // Whether the step's output object lives through backward.

@@ -82,7 +82,8 @@ static_assert(sharded.ledger.gathered_weights > 0 * B);
 
 // ZeRO over 2 ranks, bf16 with an fp32 master copy and Adam: the paper's
 // 2 + 2 + 12 B/param, each stage partitioning one more part (every GPT-2
-// tensor has an even element count, so the halves are exact).
+// tensor has an even element count, so the halves are exact). DeepSpeed's
+// own buffers (`communication`) come beside them.
 constexpr std::uint64_t psi = 124439808;
 constexpr recipe bf16_master{.weights = dtype::bf16, .master = master_weights::fp32};
 constexpr bytes state_per_rank(parallelism stage, offload_target offload = offload_target::none) {
@@ -90,8 +91,20 @@ constexpr bytes state_per_rank(parallelism stage, offload_target offload = offlo
     r.parallel = stage;
     r.world_size = 2;
     r.offload = offload;
-    return total(estimate(presets::gpt2, r, {.batch = 1, .seq = 64}).model_state);
+    const memory_estimate e = estimate(presets::gpt2, r, {.batch = 1, .seq = 64});
+    return total(e.model_state) - e.model_state.communication;
 }
+// ZeRO-3 keeps an IPG bucket of reduce_bucket_size (5e8) bf16 elements and a
+// bf16 gradient partition; with the optimizer offloaded, the bucket alone.
+constexpr bytes zero3_buffers(offload_target offload) {
+    recipe r = bf16_master;
+    r.parallel = parallelism::zero3;
+    r.world_size = 2;
+    r.offload = offload;
+    return estimate(presets::gpt2, r, {.batch = 1, .seq = 64}).model_state.communication;
+}
+static_assert(zero3_buffers(offload_target::none) == 1'000'000'000 * B + block_size(psi / 2 * (2 * B)));
+static_assert(zero3_buffers(offload_target::optimizer) == 1'000'000'000 * B);
 static_assert(state_per_rank(parallelism::zero1) == psi * (2 + 2 + 12 / 2) * B);
 static_assert(state_per_rank(parallelism::zero2) == psi * (2 + (2 + 12) / 2) * B);
 static_assert(state_per_rank(parallelism::zero3) == psi * (16 / 2) * B);
