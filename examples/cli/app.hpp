@@ -58,7 +58,8 @@ template <class... Args>
 struct raw_options {
     std::string config, model, task, batch, seq, target_seq, weights, autocast, master, optimizer, attention, loop, quantize,
         grad_accum, lora_rank, lora_targets, lora_dropout, num_labels, budget, gpu, framework, recompute, parallel,
-        world_size, fsdp_param_dtype, offload, offload_device, tp, pp, micro_batches;
+        world_size, fsdp_param_dtype, offload, offload_device, tp, pp, micro_batches, zero_reduce_bucket,
+        zero_max_live_params, zero_sub_group;
     bool grad_checkpointing = false, inference = false, kv_cache = false, json = false, explain = false,
          cudnn = false, no_master_weights = false, ddp_bucket_view = false, fsdp_no_reshard = false, sp = false,
          selective_recompute = false, distributed_optimizer = false;
@@ -190,6 +191,15 @@ inline void add_model_flags(CLI::App& app, raw_options& o, bool with_batch) {
     add_enum<offload_target>(app, "--offload", o.offload,
                              "DeepSpeed's offload with a ZeRO stage (params needs zero3)", "none");
     add_enum<offload_device>(app, "--offload-device", o.offload_device, "where --offload puts it", "cpu");
+    app.add_option("--zero-reduce-bucket", o.zero_reduce_bucket,
+                   "DeepSpeed reduce_bucket_size, elements (default 500000000): ZeRO-3's IPG bucket")
+        ->type_name("N");
+    app.add_option("--zero-max-live-params", o.zero_max_live_params,
+                   "DeepSpeed stage3_max_live_parameters (default 1000000000): fetched parameters kept under offload")
+        ->type_name("N");
+    app.add_option("--zero-sub-group-size", o.zero_sub_group,
+                   "DeepSpeed sub_group_size (default 1000000000): what ZeRO-3's step updates at once")
+        ->type_name("N");
     app.add_option("--tp", o.tp, "Megatron tensor parallel size (Korthikanti et al. 2022 formulas)")->type_name("N");
     app.add_option("--pp", o.pp, "Megatron pipeline stages, 1F1B schedule")->type_name("N");
     app.add_flag("--sp", o.sp, "Megatron sequence parallelism");
@@ -320,6 +330,14 @@ inline recipe build_recipe(const raw_options& o, std::vector<std::string>& lora_
               "DeepSpeed's bf16 mode runs",
               name_of(r.parallel));
     if (r.ddp_bucket_view && r.parallel != parallelism::ddp) usage("--ddp-bucket-view: needs --parallel ddp");
+    const auto zero_size = [&](std::string_view flag, const std::string& text, std::uint64_t& target) {
+        if (text.empty()) return;
+        if (!is_zero(r.parallel)) usage("{}: is a DeepSpeed ZeRO setting; needs --parallel zero1, zero2 or zero3", flag);
+        target = parse_count(flag, text);
+    };
+    zero_size("--zero-reduce-bucket", o.zero_reduce_bucket, r.zero_reduce_bucket);
+    zero_size("--zero-max-live-params", o.zero_max_live_params, r.zero_max_live_parameters);
+    zero_size("--zero-sub-group-size", o.zero_sub_group, r.zero_sub_group);
     if (o.fsdp_no_reshard && r.parallel != parallelism::fsdp) usage("--fsdp-no-reshard: needs --parallel fsdp");
     if (!o.fsdp_param_dtype.empty()) {
         if (r.parallel != parallelism::fsdp) usage("--fsdp-param-dtype: needs --parallel fsdp");

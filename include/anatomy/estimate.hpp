@@ -173,10 +173,16 @@ constexpr void zero_buffers(const op_graph&, const recipe& r, std::uint64_t para
     bytes buffers{};
     if (r.parallel == parallelism::zero3) {
         buffers += block_size(r.zero_reduce_bucket * elem);
-        if (r.offload == offload_target::none) buffers += block_size(partition * elem);
+        // On one rank autograd's gradients are whole and are copied into the
+        // partition; on several, the partition holds the reduce-scattered
+        // shard the walk keeps.
+        if (r.offload == offload_target::none && r.world_size == 1) buffers += block_size(partition * elem);
         if (r.offload == offload_target::params) {
+            // Fetched parameters stay up to max_live_parameters, and a module
+            // runs with all of its own: the root group and a block at least.
             const std::uint64_t live = params < r.zero_max_live_parameters ? params : r.zero_max_live_parameters;
-            st.gathered_live = block_size(live * elem);
+            const bytes modules = st.gathered_root + st.gathered_block;
+            st.gathered_live = block_size(live * elem) > modules ? block_size(live * elem) : modules;
         }
     } else if (r.offload != offload_target::none && r.parallel == parallelism::zero2) {
         buffers += block_size(largest.numel() * elem);

@@ -94,17 +94,19 @@ constexpr bytes state_per_rank(parallelism stage, offload_target offload = offlo
     const memory_estimate e = estimate(presets::gpt2, r, {.batch = 1, .seq = 64});
     return total(e.model_state) - e.model_state.communication;
 }
-// ZeRO-3 keeps an IPG bucket of reduce_bucket_size (5e8) bf16 elements and a
-// bf16 gradient partition; with the optimizer offloaded, the bucket alone.
-constexpr bytes zero3_buffers(offload_target offload) {
+// ZeRO-3 keeps an IPG bucket of reduce_bucket_size (5e8) bf16 elements and,
+// on one rank without optimizer offload, a bf16 gradient partition beside
+// autograd's gradients (on several, the partition is the rank's shard).
+constexpr bytes zero3_buffers(std::uint64_t world, offload_target offload) {
     recipe r = bf16_master;
     r.parallel = parallelism::zero3;
-    r.world_size = 2;
+    r.world_size = world;
     r.offload = offload;
     return estimate(presets::gpt2, r, {.batch = 1, .seq = 64}).model_state.communication;
 }
-static_assert(zero3_buffers(offload_target::none) == 1'000'000'000 * B + block_size(psi / 2 * (2 * B)));
-static_assert(zero3_buffers(offload_target::optimizer) == 1'000'000'000 * B);
+static_assert(zero3_buffers(1, offload_target::none) == 1'000'000'000 * B + block_size(psi * (2 * B)));
+static_assert(zero3_buffers(1, offload_target::optimizer) == 1'000'000'000 * B);
+static_assert(zero3_buffers(2, offload_target::none) == 1'000'000'000 * B);
 static_assert(state_per_rank(parallelism::zero1) == psi * (2 + 2 + 12 / 2) * B);
 static_assert(state_per_rank(parallelism::zero2) == psi * (2 + (2 + 12) / 2) * B);
 static_assert(state_per_rank(parallelism::zero3) == psi * (16 / 2) * B);
