@@ -1,0 +1,38 @@
+// Properties every estimate keeps, over the presets (those up to 1.6 B
+// parameters, so that the allocator replays stay quick) and four recipes:
+// the peak never falls as the batch grows, and the allocator replay never
+// reserves less than the analytic peak.
+#include <anatomy/estimate.hpp>
+#include <anatomy/presets.hpp>
+#include <anatomy/reserved.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <string>
+
+using namespace anatomy;
+
+TEST_CASE("the peak grows with the batch and the replay reserves at least the peak", "[properties]") {
+    const std::array recipes = {recipe{.weights = dtype::bf16}, recipe{.weights = dtype::bf16, .grad_checkpointing = true},
+                                recipe{.autocast = autocast_mode::bf16},
+                                recipe{.weights = dtype::bf16, .optimizer = optimizer_kind::none, .inference = true,
+                                       .kv_cache = true}};
+    std::size_t checked = 0;
+    for (const auto& p : presets::all) {
+        if (parameter_count(lower(p.spec)) > 1'600'000'000ULL) continue;
+        for (std::size_t k = 0; k < recipes.size(); ++k) {
+            INFO(p.name << ", recipe " << k);
+            bytes previous{};
+            for (const std::uint64_t batch : {1, 2, 4}) {
+                const shape s{.batch = batch, .seq = p.spec.embedding.patches() ? 0ULL : 256ULL};
+                const memory_estimate e = estimate(p.spec, recipes[k], s);
+                CHECK(e.peak >= previous);  // equal while the optimizer step is the peak
+                CHECK(replay_allocator(p.spec, recipes[k], s).peak_reserved >= e.peak);
+                previous = e.peak;
+                ++checked;
+            }
+        }
+    }
+    CHECK(checked >= 300);
+}
