@@ -815,15 +815,18 @@ inline void cmd_max_batch(const raw_options& o, std::ostream& out) {
 
 inline void cmd_presets(bool as_json, std::ostream& out) {
     ojson list = ojson::array();
-    if (!as_json) out << fmt::format("{:<17}{:<13}{:<11}{:>18}\n", "preset", "model_type", "task", "params");
+    if (!as_json)
+        out << fmt::format("{:<19}{:<13}{:<11}{:>20}{:>20}\n", "preset", "model_type", "task", "params", "active params");
     for (const auto& p : presets::all) {
-        const std::uint64_t params = parameter_count(lower(p.spec));
+        const op_graph graph = lower(p.spec);
+        const std::uint64_t params = parameter_count(graph);
+        const std::uint64_t active = active_parameter_count(graph, p.spec);
         if (as_json) {
             list.push_back(ojson{{"name", p.name}, {"model_type", p.spec.model_type}, {"task", name_of(p.spec.head.kind)},
-                                 {"params", params}});
+                                 {"params", params}, {"active_params", active}});
         } else {
-            out << fmt::format("{:<17}{:<13}{:<11}{:>18}\n", p.name, p.spec.model_type, name_of(p.spec.head.kind),
-                               grouped(params));
+            out << fmt::format("{:<19}{:<13}{:<11}{:>20}{:>20}\n", p.name, p.spec.model_type, name_of(p.spec.head.kind),
+                               grouped(params), grouped(active));
         }
     }
     if (as_json) out << ojson{{"presets", std::move(list)}}.dump(2) << '\n';
