@@ -2,23 +2,19 @@
 // sqrt(hidden), a GeGLU MLP; Gemma 2 and 3 add sandwich norms and sliding-window layers.
 #pragma once
 
+#include <anatomy/families/llama.hpp>
 #include <anatomy/families/sizes.hpp>
 #include <anatomy/model.hpp>
 
 namespace anatomy::families {
 
+// Llama's layout with Gemma's norm, activation and embedding scale.
 constexpr model_spec gemma(const sizes& s, bool attention_bias = false) {
-    model_spec m{};
+    model_spec m = llama(s, attention_bias);
     m.model_type = "gemma";
-    m.stack = stack_kind::decoder;
-    m.hidden = s.hidden;
-    m.layers = s.layers;
-    m.attention = {.heads = s.heads, .kv_heads = s.kv_heads, .head_dim = s.head_dim, .qkv_bias = attention_bias,
-                   .out_bias = attention_bias, .positions = position_kind::rotary};
-    m.mlp = {.kind = mlp_kind::gated, .hidden = s.ffn, .act = activation::gelu_tanh};
-    m.norm = {.kind = norm_kind::rms_norm, .style = rms_style::unit_offset};
-    m.embedding = {.vocab = s.vocab, .scaled = true};
-    m.head = {.kind = task::causal_lm, .tied = s.tied};
+    m.mlp.act = activation::gelu_tanh;
+    m.norm.style = rms_style::unit_offset;
+    m.embedding.scaled = true;
     return m;
 }
 
