@@ -840,6 +840,9 @@ def make_optimizer(torch, spec, trainable):
     if optname == "adafactor":
         from transformers.optimization import Adafactor
         return Adafactor(trainable, lr=lr, relative_step=False, scale_parameter=False)
+    if optname in ("lion", "lion8bit"):
+        import bitsandbytes as bnb  # 32-bit Lion (one fp32 state) / Lion8bit, as the estimator names them
+        return (bnb.optim.Lion if optname == "lion" else bnb.optim.Lion8bit)(trainable, lr=lr)
     raise ValueError("unknown opt " + optname)
 
 

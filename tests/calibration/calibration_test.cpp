@@ -66,6 +66,7 @@ recipe recipe_of(const nlohmann::json& spec) {
     if (spec.value("attn", "sdpa") == "eager") r.attention = attention_kernel::eager;
     r.grad_checkpointing = spec.value("gc", false);
     r.inference = spec.value("inference", false);
+    if (r.inference) r.optimizer = optimizer_kind::none;
     r.kv_cache = r.inference && spec.value("use_cache", false);
     r.grad_accum = spec.value("grad_accum", std::uint64_t{1});
     // The first files say lora_rank (peft's default alpha), the families file lora (alpha 16).
@@ -81,10 +82,11 @@ recipe recipe_of(const nlohmann::json& spec) {
         if (offload == "offopt") r.offload = offload_target::optimizer;
         if (offload == "offall") r.offload = offload_target::params;
     }
-    // QLoRA: a 4-bit NF4 base, the rest cast to fp32 by prepare_model_for_kbit_training.
+    // QLoRA: a 4-bit NF4 base, the rest cast to fp32 by prepare_model_for_kbit_training
+    // (which the NF4 inference cases skip).
     if (spec.value("qlora", false)) {
         r.quantize = quantization::nf4;
-        r.weights = dtype::fp32;
+        if (spec.value("kbit_prepare", true)) r.weights = dtype::fp32;
     }
     return r;
 }
@@ -214,11 +216,11 @@ TEST_CASE("QLoRA steps match their H200 measurements", "[calibration][qlora]") {
     // its peak holds the cuBLAS workspaces, which the estimate leaves to fit checks.
     std::size_t deferred = 0;
     auto cases = load_cases(ANATOMY_QLORA_FILE, deferred, ANATOMY_CALIBRATION_CONFIGS);
-    REQUIRE(cases.size() == 3);
+    REQUIRE(cases.size() == 5);  // 3 QLoRA steps, 2 NF4 inference (with and without the cache)
     for (auto& c : cases) c.peak_alloc -= static_cast<double>(cublas_workspace(c.training).count);
     const auto [median, max] = peak_errors(cases);
-    // Achieved: median 0.09 %, max 2.60 % (low: rank 16 on all seven projections of tinyllama).
-    CHECK(median <= 0.0012);
+    // Achieved: median 0.78 %, max 2.60 % (low: rank 16 on all seven projections of tinyllama).
+    CHECK(median <= 0.009);
     CHECK(max <= 0.027);
 }
 
@@ -233,4 +235,33 @@ TEST_CASE("DeepSpeed ZeRO on one GPU matches its H200 measurements", "[calibrati
     // optimizer offloaded, 330 MiB of its backward not found yet).
     CHECK(median <= 0.001);
     CHECK(max <= 0.047);
+}
+
+TEST_CASE("largest batches under a cap are never above the measured ones", "[calibration][max_batch]") {
+    // Every largest-batch search measured with set_per_process_memory_fraction
+    // (the families, real-size and recipes files): max_batch must be safe,
+    // and at most one short.
+    std::size_t searches = 0;
+    for (const auto& [path, configs] : {std::pair{ANATOMY_FAMILIES_FILE, ANATOMY_CALIBRATION_CONFIGS},
+                                        std::pair{ANATOMY_REALSIZE_FILE, ANATOMY_CALIBRATION_CONFIGS},
+                                        std::pair{ANATOMY_RECIPES_MAXBATCH_FILE, ANATOMY_CALIBRATION_CONFIGS}}) {
+        std::ifstream in(path);
+        REQUIRE(in.good());
+        std::string line;
+        while (std::getline(in, line)) {
+            const auto j = nlohmann::json::parse(line);
+            if (!j.contains("max_batch")) continue;
+            const auto& spec = j.at("spec");
+            INFO(j.at("case").get<std::string>());
+            const model_spec model = model_named(spec.at("model").get<std::string>(), configs);
+            const bytes budget{static_cast<std::uint64_t>(spec.at("budget_gib").get<double>() * 1073741824.0)};
+            const std::uint64_t measured = j.at("max_batch").get<std::uint64_t>();
+            const std::uint64_t predicted =
+                max_batch(model, recipe_of(spec), {.seq = spec.at("seq").get<std::uint64_t>()}, budget);
+            CHECK(predicted <= measured);
+            CHECK(predicted + 1 >= measured);
+            ++searches;
+        }
+    }
+    CHECK(searches == 5);
 }
