@@ -253,6 +253,27 @@ inline void check_divisible(const reader& r, std::uint64_t hidden, std::string_v
                            head_dim_key ? ", or set \"head_dim\"" : ""));
 }
 
+// The BERT-style keys: vocab_size, hidden_size, num_hidden_layers,
+// num_attention_heads (dividing hidden_size) and the MLP width under ffn_key.
+inline families::sizes read_bert_style_sizes(const reader& r, std::string_view ffn_key) {
+    families::sizes s{.vocab = r.required_count("vocab_size"), .hidden = r.required_count("hidden_size"),
+                      .layers = r.required_count("num_hidden_layers"),
+                      .heads = r.required_count("num_attention_heads"), .ffn = r.required_count(ffn_key)};
+    check_divisible(r, s.hidden, "hidden_size", s.heads, "num_attention_heads");
+    return s;
+}
+
+// The GPT-2-style keys: n_embd, n_layer, n_head, and n_inner (null: 4 * n_embd),
+// as GPT2MLP and GPTJBlock size their MLPs.
+inline families::sizes read_gpt2_style_sizes(const reader& r) {
+    families::sizes s{.vocab = r.required_count("vocab_size"), .hidden = r.required_count("n_embd"),
+                      .layers = r.required_count("n_layer"), .heads = r.required_count("n_head")};
+    check_divisible(r, s.hidden, "n_embd", s.heads, "n_head");
+    s.ffn = r.count_or("n_inner", 0, /*nullable=*/true);
+    if (s.ffn == 0) s.ffn = four_times(r, "n_embd", s.hidden);
+    return s;
+}
+
 // num_key_value_heads: null or absent means as many as the heads.
 inline std::uint64_t read_kv_heads(const reader& r, std::uint64_t heads, std::string_view key = "num_key_value_heads",
                                    std::string_view heads_key = "num_attention_heads") {
@@ -350,10 +371,7 @@ inline model_spec read_bert_like(const reader& r) {
         m.head.tied = r.boolean_or("tie_word_embeddings", true);
         return m;
     }
-    families::sizes s{.vocab = r.required_count("vocab_size"), .hidden = r.required_count("hidden_size"),
-                      .layers = r.required_count("num_hidden_layers"),
-                      .heads = r.required_count("num_attention_heads"), .ffn = r.required_count("intermediate_size")};
-    check_divisible(r, s.hidden, "hidden_size", s.heads, "num_attention_heads");
+    families::sizes s = read_bert_style_sizes(r, "intermediate_size");
     const double dropout = r.probability_or("hidden_dropout_prob", 0.1);
     const double attention_dropout = r.probability_or("attention_probs_dropout_prob", 0.1);
     model_spec m = type == "roberta" ? families::roberta(s, dropout, attention_dropout)
@@ -373,10 +391,7 @@ inline model_spec read_bert_like(const reader& r) {
 }
 
 inline model_spec read_modernbert(const reader& r) {
-    families::sizes s{.vocab = r.required_count("vocab_size"), .hidden = r.required_count("hidden_size"),
-                      .layers = r.required_count("num_hidden_layers"),
-                      .heads = r.required_count("num_attention_heads"), .ffn = r.required_count("intermediate_size")};
-    check_divisible(r, s.hidden, "hidden_size", s.heads, "num_attention_heads");
+    families::sizes s = read_bert_style_sizes(r, "intermediate_size");
     const std::uint64_t every = r.count_or("global_attn_every_n_layers", 3);
     if (every > 8)
         r.fail(fmt::format("key \"global_attn_every_n_layers\" is {}; the estimator models layer patterns that "
@@ -411,11 +426,7 @@ inline void check_modernbert_task(const reader& r, const model_spec& m) {
 }
 
 inline model_spec read_gpt2(const reader& r) {
-    families::sizes s{.vocab = r.required_count("vocab_size"), .hidden = r.required_count("n_embd"),
-                      .layers = r.required_count("n_layer"), .heads = r.required_count("n_head")};
-    check_divisible(r, s.hidden, "n_embd", s.heads, "n_head");
-    s.ffn = r.count_or("n_inner", 0, /*nullable=*/true);  // GPT2MLP: n_inner or 4 * n_embd
-    if (s.ffn == 0) s.ffn = four_times(r, "n_embd", s.hidden);
+    families::sizes s = read_gpt2_style_sizes(r);
     s.tied = r.boolean_or("tie_word_embeddings", true);
     model_spec m = families::gpt2(s, r.count_or("n_positions", 1024), r.probability_or("resid_pdrop", 0.1),
                                   r.probability_or("attn_pdrop", 0.1), r.probability_or("embd_pdrop", 0.1));
@@ -529,10 +540,7 @@ inline model_spec read_gemma2_like(const reader& r) {
 }
 
 inline model_spec read_gpt_neox(const reader& r) {
-    families::sizes s{.vocab = r.required_count("vocab_size"), .hidden = r.required_count("hidden_size"),
-                      .layers = r.required_count("num_hidden_layers"),
-                      .heads = r.required_count("num_attention_heads"), .ffn = r.required_count("intermediate_size")};
-    check_divisible(r, s.hidden, "hidden_size", s.heads, "num_attention_heads");
+    families::sizes s = read_bert_style_sizes(r, "intermediate_size");
     s.tied = r.boolean_or("tie_word_embeddings", false);
     model_spec m = families::gpt_neox(s, read_partial_rotary(r, "rotary_pct", 0.25),
                                       r.boolean_or("use_parallel_residual", true),
@@ -543,11 +551,7 @@ inline model_spec read_gpt_neox(const reader& r) {
 }
 
 inline model_spec read_gptj(const reader& r) {
-    families::sizes s{.vocab = r.required_count("vocab_size"), .hidden = r.required_count("n_embd"),
-                      .layers = r.required_count("n_layer"), .heads = r.required_count("n_head")};
-    check_divisible(r, s.hidden, "n_embd", s.heads, "n_head");
-    s.ffn = r.count_or("n_inner", 0, /*nullable=*/true);  // GPTJBlock: n_inner or 4 * n_embd
-    if (s.ffn == 0) s.ffn = four_times(r, "n_embd", s.hidden);
+    families::sizes s = read_gpt2_style_sizes(r);
     s.tied = r.boolean_or("tie_word_embeddings", false);
     const std::uint64_t rotary_dim = r.count_or("rotary_dim", 64);
     if (rotary_dim > s.hidden / s.heads)
@@ -560,10 +564,7 @@ inline model_spec read_gptj(const reader& r) {
 }
 
 inline model_spec read_opt(const reader& r) {
-    families::sizes s{.vocab = r.required_count("vocab_size"), .hidden = r.required_count("hidden_size"),
-                      .layers = r.required_count("num_hidden_layers"),
-                      .heads = r.required_count("num_attention_heads"), .ffn = r.required_count("ffn_dim")};
-    check_divisible(r, s.hidden, "hidden_size", s.heads, "num_attention_heads");
+    families::sizes s = read_bert_style_sizes(r, "ffn_dim");
     s.tied = r.boolean_or("tie_word_embeddings", true);
     if (!r.boolean_or("layer_norm_elementwise_affine", true))
         r.not_modelled("layer_norm_elementwise_affine", false, "a LayerNorm without weight and bias");
