@@ -14,7 +14,8 @@ process's max RSS are recorded per phase.
 
 With --snapshot, torch.cuda.memory._record_memory_history(stacks="python") runs from before the
 model is built, and at the end of step 2's backward and of step 2 the live blocks are grouped by
-(size, the innermost deepspeed frame) so the ZeRO buffers can be named.
+(size, the innermost deepspeed frame) so the ZeRO buffers can be named; so are the blocks alive at
+step 2's backward peak, rebuilt from the allocator's event trace between two marker allocations.
 
 Usage (one GPU):
   python3 deepspeed_measure.py --configs DIR [--cases gpt2:1,gpt2:2,...] [--snapshot] --out ds.jsonl
@@ -110,6 +111,52 @@ def group_blocks(torch, top=30):
             "groups": [{"size": k[0], "where": k[1], "count": v[0], "bytes": v[1]} for k, v in rows[:top]]}
 
 
+MARK_BYTES = 12345 * 512  # a size nothing else allocates: marks a phase's start and end in the trace
+
+
+def mark(torch):
+    torch.empty(MARK_BYTES, dtype=torch.uint8, device="cuda")
+    torch.cuda.synchronize()
+
+
+def where_of(frames):
+    for fr in frames or []:
+        fn = fr.get("filename", "")
+        if "deepspeed" in fn or "transformers" in fn or "bench/torch_reference" in fn or "torch/" in fn:
+            return "%s:%s:%s" % (fn.split("site-packages/")[-1], fr.get("line"), fr.get("name"))
+    return "?"
+
+
+def peak_live(torch, top=40):
+    """The live blocks at the highest point between the last two marks, rebuilt from the
+    allocator's trace (alloc / free_completed events since recording began), grouped by
+    (size, innermost deepspeed/transformers/torch frame)."""
+    trace = torch.cuda.memory._snapshot()["device_traces"][0]
+    marks = [i for i, ev in enumerate(trace) if ev["action"] == "alloc" and ev["size"] == MARK_BYTES]
+    if len(marks) < 2:
+        return {"error": "marks not found (%d)" % len(marks)}
+    begin, end = marks[-2], marks[-1]
+    live, cur, best, best_live, at_begin = {}, 0, -1, None, None
+    for i, ev in enumerate(trace[:end]):
+        if ev["action"] == "alloc":
+            live[ev["addr"]] = ev
+            cur += ev["size"]
+        elif ev["action"] == "free_completed" and ev["addr"] in live:
+            cur -= live.pop(ev["addr"])["size"]
+        if i == begin:
+            at_begin = cur
+        if i > begin and cur > best:
+            best, best_live = cur, dict(live)
+    groups = collections.defaultdict(lambda: [0, 0])
+    for ev in best_live.values():
+        key = (ev["size"], where_of(ev.get("frames")))
+        groups[key][0] += 1
+        groups[key][1] += ev["size"]
+    rows = sorted(groups.items(), key=lambda kv: -kv[1][1])
+    return {"peak_over_trace_start": best, "at_begin": at_begin,
+            "groups": [{"size": k[0], "where": k[1], "count": v[0], "bytes": v[1]} for k, v in rows[:top]]}
+
+
 def run_case(spec, args, torch, deepspeed, psutil):
     model_name, stage, off = spec
     b, s = BATCH[model_name]
@@ -167,9 +214,14 @@ def run_case(spec, args, torch, deepspeed, psutil):
         torch.cuda.synchronize()
         st["fwd_peak"] = peak(); st["after_fwd_alloc"] = alloc(); st["rss_after_fwd"] = rss()
         torch.cuda.reset_peak_memory_stats()
+        if args.snapshot and i == 1:
+            mark(torch)
         engine.backward(loss)
         torch.cuda.synchronize()
         st["bwd_peak"] = peak(); st["after_bwd_alloc"] = alloc(); st["rss_after_bwd"] = rss()
+        if args.snapshot and i == 1:
+            mark(torch)
+            snaps["bwd_peak_step2"] = peak_live(torch)
         if args.snapshot and i == 1:
             snaps["after_bwd_step2"] = group_blocks(torch)
         del out

@@ -822,6 +822,57 @@ class MemoryMeter:
         return self.torch.cuda.max_memory_allocated() - self.base_alloc
 
 
+def record_partitions(torch, sink):
+    """Wrap AOTAutograd's min-cut partitioner (what inductor calls) so that every compiled graph's
+    saved values land in `sink`: the backward graph's inputs that are not tangents, each with the
+    op that made it in the joint graph, the innermost module, shape, dtype and bytes."""
+    import torch._functorch.partitioners as partitioners
+    original = partitioners.min_cut_rematerialization_partition
+
+    def as_int(x):
+        try:
+            return int(x)
+        except Exception:
+            return str(x)
+
+    def recording(joint_module, joint_inputs, *a, **kw):
+        fw, bw = original(joint_module, joint_inputs, *a, **kw)
+        try:
+            joint = {n.name: n for n in joint_module.graph.nodes}
+            saved = []
+            for n in bw.graph.nodes:
+                if n.op != "placeholder" or n.name.startswith("tangents"):
+                    continue
+                v = n.meta.get("val")
+                src = joint.get(n.name)
+                ent = {"name": n.name,
+                       "op": str(src.target) if src is not None and src.op == "call_function"
+                       else (src.op if src is not None else "?")}
+                if isinstance(v, torch.Tensor):
+                    ent.update(shape=[as_int(d) for d in v.shape], dtype=dtype_name(v.dtype),
+                               bytes=as_int(v.numel() * v.element_size()))
+                else:
+                    ent["value"] = str(v)
+                if src is not None:
+                    stack = src.meta.get("nn_module_stack") or {}
+                    if stack:
+                        ent["module"] = str(list(stack.values())[-1][0])
+                    st = src.meta.get("stack_trace") or ""
+                    ent["line"] = st.strip().splitlines()[-1].strip()[:160] if st.strip() else ""
+                saved.append(ent)
+            ops = lambda g: dict(collections.Counter(str(n.target) for n in g.graph.nodes if n.op == "call_function"))
+            sink.append({"saved": saved, "fw_ops": ops(fw), "bw_ops": ops(bw),
+                         "n_fw_outputs": len(next(n for n in fw.graph.nodes if n.op == "output").args[0])})
+        except Exception:
+            sink.append({"error": traceback.format_exc()[-1500:]})
+        return fw, bw
+
+    partitioners.min_cut_rematerialization_partition = recording
+    import torch._inductor.compile_fx as compile_fx
+    if hasattr(compile_fx, "min_cut_rematerialization_partition"):
+        compile_fx.min_cut_rematerialization_partition = recording
+
+
 def make_optimizer(torch, spec, trainable):
     """The optimizer a spec names, as the calibration cases were run (lr 1e-5)."""
     optname = spec.get("opt", "adamw")
@@ -958,10 +1009,12 @@ def run_case(spec, args):
     attn = spec.get("attn", "sdpa")
     attn_fallback = None
     qlora_info = None
-    if spec.get("qlora"):
+    quant = spec.get("quant", "nf4" if spec.get("qlora") else None)
+    if quant:
         # as measure_h200.py: 4-bit NF4 base (double quant, bf16 compute) loaded from a bf16
         # checkpoint of the random-init model, then peft.prepare_model_for_kbit_training (skipped
         # when `kbit_prepare` is false, e.g. plain 4-bit inference), then LoRA below.
+        # quant "int8": LLM.int8 (BitsAndBytesConfig(load_in_8bit=True), its default threshold 6.0).
         from transformers import BitsAndBytesConfig
         import shutil
         tmpd = tempfile.mkdtemp(dir="/tmp")
@@ -970,12 +1023,15 @@ def run_case(spec, args):
         m0.save_pretrained(tmpd)
         del m0
         pygc.collect()
-        qcfg = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
-                                  bnb_4bit_compute_dtype=torch.bfloat16)
+        if quant == "int8":
+            qcfg = BitsAndBytesConfig(load_in_8bit=True)
+        else:
+            qcfg = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=quant, bnb_4bit_use_double_quant=True,
+                                      bnb_4bit_compute_dtype=torch.bfloat16)
         model = auto_class(task).from_pretrained(tmpd, quantization_config=qcfg, dtype=torch.bfloat16,
                                                  attn_implementation=attn, device_map={"": 0})
         shutil.rmtree(tmpd, ignore_errors=True)
-        qlora_info = "nf4+dq"
+        qlora_info = "int8" if quant == "int8" else quant + "+dq"
         if spec.get("kbit_prepare", True):
             import peft
             model = peft.prepare_model_for_kbit_training(model, use_gradient_checkpointing=bool(spec.get("gc")))
@@ -993,7 +1049,7 @@ def run_case(spec, args):
     attn_used = getattr(getattr(model, "config", cfg), "_attn_implementation", attn)
     model_training_as_built = model.training
     inference = bool(spec.get("inference"))
-    if spec.get("gc") and not spec.get("qlora"):
+    if spec.get("gc") and not quant:
         if spec.get("gc") == "nonreentrant":
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         else:
@@ -1006,7 +1062,7 @@ def run_case(spec, args):
             targets = targets.split(",")
         if spec.get("lora") and not spec.get("lora_rank"):
             # measure_h200.py's `lora`: alpha 16, no task_type, input grads under gc
-            if spec.get("gc") and not spec.get("qlora"):
+            if spec.get("gc") and not quant:
                 model.enable_input_require_grads()
             lcfg = peft.LoraConfig(r=int(lora_rank), lora_alpha=int(spec.get("lora_alpha", 16)),
                                    target_modules=targets, lora_dropout=float(spec.get("lora_dropout", 0.0)))
@@ -1023,13 +1079,18 @@ def run_case(spec, args):
             model.train()
     else:
         model.train()
+    partitions = []
+    if spec.get("compile"):
+        # as measure_h200.py: torch.compile(model), default mode (inductor), after train()
+        record_partitions(torch, partitions)
+        model = torch.compile(model)
     torch.cuda.synchronize()
     after_model_alloc = alloc()
     params = list({id(p): p for p in model.parameters()}.values())
     n_params = sum(p.numel() for p in params)
     param_bytes = sum(p.numel() * p.element_size() for p in params)
     buffer_bytes = sum(b.numel() * b.element_size() for b in model.buffers())
-    qacc = quant_accounting(torch, model, after_model_alloc, params) if spec.get("qlora") else None
+    qacc = quant_accounting(torch, model, after_model_alloc, params) if quant and quant != "int8" else None
     trainable = [p for p in params if p.requires_grad]
 
     # inputs
@@ -1193,6 +1254,11 @@ def run_case(spec, args):
         },
     }
 
+    if spec.get("compile"):
+        import torch._dynamo.utils as dynamo_utils
+        result["compile"] = {"graphs": partitions,
+                             "dynamo_counters": {k: dict(v) for k, v in dynamo_utils.counters.items()
+                                                 if k in ("stats", "graph_break", "frames", "aot_autograd")}}
     if attn_fallback is not None:
         result["attn_fallback"] = attn_fallback
     if qlora_info is not None:

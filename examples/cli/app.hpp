@@ -60,7 +60,7 @@ struct raw_options {
         grad_accum, lora_rank, lora_targets, lora_dropout, num_labels, budget, gpu, framework, recompute, parallel,
         world_size, fsdp_param_dtype, offload, offload_device, tp, pp, micro_batches, zero_reduce_bucket,
         zero_max_live_params, zero_sub_group;
-    bool grad_checkpointing = false, inference = false, kv_cache = false, json = false, explain = false,
+    bool grad_checkpointing = false, inference = false, kv_cache = false, compile = false, json = false, explain = false,
          cudnn = false, no_master_weights = false, ddp_bucket_view = false, fsdp_no_reshard = false, sp = false,
          selective_recompute = false, distributed_optimizer = false;
 };
@@ -173,6 +173,9 @@ inline void add_model_flags(CLI::App& app, raw_options& o, bool with_batch) {
                             "hf-trainer (transformers.Trainer, AdamW fused by default) do not",
                             "plain");
     app.add_flag("--grad-checkpointing", o.grad_checkpointing, "gradient checkpointing (transformers' default)");
+    app.add_flag("--compile", o.compile,
+                 "torch.compile(model), default mode: inductor fuses pointwise kernels, AOTAutograd picks what "
+                 "backward keeps");
     app.add_option("--grad-accum", o.grad_accum, "gradient accumulation steps (default 1)")->type_name("N");
     app.add_option("--lora-rank", o.lora_rank, "LoRA rank; needs --lora-targets")->type_name("R");
     app.add_option("--lora-dropout", o.lora_dropout, "peft's lora_dropout (default 0): a mask per adapted input")
@@ -292,6 +295,7 @@ inline recipe build_recipe(const raw_options& o, std::vector<std::string>& lora_
     r.inference = o.inference;
     r.kv_cache = o.kv_cache;
     r.grad_checkpointing = o.grad_checkpointing;
+    r.compile = o.compile;
     if (o.inference) {
         if (has_optimizer && optimizer != optimizer_kind::none)
             usage("--inference: takes no optimizer (it implies none); drop --optimizer {}", name_of(optimizer));
@@ -533,8 +537,8 @@ inline std::string recipe_text(const request& q) {
     // transformers 5.17 gives a family without SDPA eager attention.
     if (r.attention == attention_kernel::sdpa && !q.model.attention.sdpa)
         out += fmt::format(" (estimated as eager: {} has no SDPA path in transformers 5.17)", q.model.model_type);
-    out += fmt::format("\n{:<10}loop {}, grad accum {}, grad checkpointing {}", "", name_of(r.loop), r.grad_accum,
-                       r.grad_checkpointing ? "on" : "off");
+    out += fmt::format("\n{:<10}loop {}, grad accum {}, grad checkpointing {}, compile {}", "", name_of(r.loop),
+                       r.grad_accum, r.grad_checkpointing ? "on" : "off", r.compile ? "on" : "off");
     if (r.quantize != quantization::none)
         out += fmt::format(", {} base ({} compute{})", name_of(r.quantize), name_of(r.quant_compute),
                            r.inference ? "" : "; the rest fp32, as prepare_model_for_kbit_training casts it");
@@ -705,6 +709,7 @@ inline ojson inputs_json(std::string_view command, const request& q, bool with_b
     rj["attention_implementation"] = r.attention == attention_kernel::eager || !q.model.attention.sdpa ? "eager" : "sdpa";
     rj["grad_accum"] = r.grad_accum;
     rj["grad_checkpointing"] = r.grad_checkpointing;
+    rj["compile"] = r.compile;
     rj["lora_rank"] = r.lora.rank;
     rj["lora_targets"] = q.lora_targets;
     rj["inference"] = r.inference;

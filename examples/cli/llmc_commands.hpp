@@ -39,6 +39,7 @@ inline llmc_request build_llmc_request(const raw_options& o, bool with_batch) {
         {!o.master.empty(), "--master-weights (llm.c keeps an fp32 copy unless --no-master-weights)"},
         {!o.attention.empty(), "--attention (pass --cudnn for llm.c's cuDNN build)"},
         {o.grad_checkpointing, "--grad-checkpointing (llm.c recomputes with --recompute)"},
+        {o.compile, "--compile (train_gpt2.cu is CUDA C, not a torch.compile'd model)"},
         {!o.grad_accum.empty(), "--grad-accum (llm.c's accumulation allocates nothing more)"},
         {!o.lora_rank.empty() || !o.lora_targets.empty() || !o.lora_dropout.empty(), "--lora-*"},
         {!o.num_labels.empty(), "--num-labels"},

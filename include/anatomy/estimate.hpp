@@ -581,11 +581,52 @@ private:
         }
     }
 
+    // A compiled step's backward starts from a gradient for every output of
+    // the graph that needs one: AOTAutograd materializes zeros for those the
+    // loss does not reach (the logits, the KV cache), alive through the
+    // head's backward at least (traced: with an untied head, its weight
+    // gradient is computed beside them). A loss compiled as a graph of its
+    // own (head_part::loss_graph_break) hands the model's graph a real logits
+    // gradient instead. A half-precision head whose vocabulary is not a
+    // multiple of 8 has its matmuls padded (inductor's pad_mm): backward
+    // copies the logits' gradient once per matmul (traced: gpt2 under
+    // autocast, vocabulary 50257; none in fp32).
+    struct compiled_tangents {
+        bytes logits{};
+        bytes cache{};
+    };
+    constexpr compiled_tangents tangents() const {
+        compiled_tangents t{};
+        if (!r_.compile) return t;
+        for (std::size_t g = 0; g < plan_.group_count; ++g) {
+            const run_group& group = plan_.groups[g];
+            for (std::size_t i = group.first; i < group.first + group.count; ++i) {
+                const layer_run& run = plan_.runs[i];
+                for (const kernel& k : expanded(run).kernels) {
+                    if (!k.returned || !k.requires_grad) continue;
+                    if (run.stage + 1 == graph_.stages.size()) {
+                        const bool zeros = !(m_.head.loss_graph_break && m_.head.kind == task::causal_lm);
+                        const bool half_head = is_half(r_.weights) || r_.autocast != autocast_mode::off;
+                        const std::uint64_t pads = half_head && m_.embedding.vocab % 8 != 0 ? 2 : 0;
+                        t.logits += ((zeros ? 1 : 0) + pads) * k.out;
+                    }
+                    else
+                        t.cache += checked_mul(run.repeat, group.times) * k.out;
+                }
+            }
+        }
+        return t;
+    }
+
     constexpr void backward(running& bwd, bool grads_exist) {
         const auto allocate = [&](bytes b) {
             bwd.live += live_bytes::signed_size(b);
             return allocator_ ? allocator_->allocate(b, tensor_owner::step) : no_block;
         };
+        const compiled_tangents zeros = tangents();
+        if (zeros.cache.count > 0) (void)allocate(zeros.cache);
+        bool logits_tangent_live = zeros.logits.count > 0;
+        const block_id logits_tangent = logits_tangent_live ? allocate(zeros.logits) : no_block;
         bool encoder_grad_allocated = false;
         block_id output_grad = no_block;
         for (std::size_t g = plan_.group_count; g-- > 0;) {
@@ -606,6 +647,11 @@ private:
                         encoder_grad_allocated = true;
                     }
                     output_grad = backward_run(run, target, grads_exist, encoder_grad, output_grad);
+                    if (logits_tangent_live && i + 1 == plan_.run_count) {
+                        bwd.live -= live_bytes::signed_size(zeros.logits);
+                        if (allocator_) allocator_->release(logits_tangent);
+                        logits_tangent_live = false;
+                    }
                 }
             }
             if (&target == &one_pass) bwd.repeat(one_pass.as_walk(), group.times);
@@ -695,6 +741,10 @@ constexpr step_peaks walk_step(const op_graph& graph, const model_spec& m, const
 constexpr memory_estimate estimate(const model_spec& model, const recipe& r, const shape& asked) {
     validate(r);
     validate(asked, model);
+    detail::require(!r.compile || (!model.experts.enabled() && !model.attention.latent() &&
+                                   model.stack != stack_kind::encoder_decoder),
+                    "anatomy::estimate: torch.compile is modelled for dense decoders and encoders; mixtures of "
+                    "experts, latent attention and encoder-decoders are not measured compiled: drop compile");
     const shape s = resolve(asked, model);
     const op_graph graph = lower(model);
     detail::check_lora_targets(graph, r);

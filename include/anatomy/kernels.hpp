@@ -7,10 +7,13 @@
 // casts, the logits upcast and the cross-entropy's saved log-probabilities
 // all come from the same rules (a kernel's output dtype, which inputs
 // autograd saves, which inputs need a gradient), never from a per-model factor.
+// Under torch.compile one pass over the same kernels (kernels/compiled.hpp)
+// decides which outputs exist and what backward keeps.
 #pragma once
 
 #include <anatomy/kernels/attention.hpp>
 #include <anatomy/kernels/builder.hpp>
+#include <anatomy/kernels/compiled.hpp>
 #include <anatomy/kernels/experts.hpp>
 #include <anatomy/kernels/head.hpp>
 #include <anatomy/kernels/kernel.hpp>
@@ -67,6 +70,7 @@ constexpr expansion expand(const stage& st, const model_spec& m, const recipe& r
         b.begin_op(i);
         result.op_output[i] = detail::expand_op(b, st.ops[i]);
     }
+    if (r.compile) detail::stage_compiler(result.kernels, result.op_output[st.ops.size() - 1], input.size).run();
     return result;
 }
 

@@ -106,6 +106,9 @@ struct recipe {
     dtype quant_compute = dtype::bf16;  // bnb_4bit_compute_dtype
     bool inference = false;
     bool kv_cache = false;  // inference with use_cache=True
+    // torch.compile(model), default mode (inductor): fused kernels, and
+    // AOTAutograd's partitioner decides what backward keeps.
+    bool compile = false;
     parallelism parallel = parallelism::none;
     std::uint64_t world_size = 1;
     bool ddp_bucket_view = false;  // DDP(gradient_as_bucket_view=True): gradients live in the buckets
@@ -194,6 +197,9 @@ constexpr void validate(const recipe& r) {
                     "anatomy::validate(recipe): offload needs a ZeRO stage (zero1, zero2 or zero3)");
     detail::require(r.offload != offload_target::params || r.parallel == parallelism::zero3,
                     "anatomy::validate(recipe): offloading parameters needs zero3");
+    detail::require(!r.compile || (r.parallel == parallelism::none && r.quantize == quantization::none && !r.lora.enabled()),
+                    "anatomy::validate(recipe): torch.compile is modelled on one GPU without LoRA or a quantized "
+                    "base; drop compile, or parallel, lora and quantize");
     detail::require(r.offload_to == offload_device::cpu || r.offload != offload_target::none,
                     "anatomy::validate(recipe): an NVMe offload device needs offload optimizer or params");
 }

@@ -121,6 +121,11 @@ public:
         const std::size_t input = index_of(input_slot);
         ++saved_[input];
         if (keep_input) ++saved_[input];
+        // A compiled kernel's backward recomputes from earlier tensors, which
+        // must outlive their forward readers.
+        if (saving)
+            for (const kernel& k : kernels_)
+                for (std::uint8_t j = 0; j < k.recompute_count; ++j) ++saved_[index_of(root_of(k.recomputes_from[j]))];
         for (std::size_t i = 0; i < kernels_.size(); ++i) {
             const kernel& k = kernels_[i];
             if (k.forward_scoped) {
@@ -293,6 +298,11 @@ private:
         }
         if (k.saves_output) {
             const tensor_slot r = root_of(self);
+            --saved_[index_of(r)];
+            release_if_dead(r, live);
+        }
+        for (std::uint8_t j = 0; j < k.recompute_count; ++j) {
+            const tensor_slot r = root_of(k.recomputes_from[j]);
             --saved_[index_of(r)];
             release_if_dead(r, live);
         }

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -65,6 +66,7 @@ recipe recipe_of(const nlohmann::json& spec) {
     if (!spec.value("foreach", true)) r.optimizer = optimizer_kind::adamw_forloop;
     if (spec.value("attn", "sdpa") == "eager") r.attention = attention_kernel::eager;
     r.grad_checkpointing = spec.value("gc", false);
+    r.compile = spec.value("compile", false);  // torch.compile(model), default mode
     r.inference = spec.value("inference", false);
     if (r.inference) r.optimizer = optimizer_kind::none;
     r.kv_cache = r.inference && spec.value("use_cache", false);
@@ -222,6 +224,45 @@ TEST_CASE("QLoRA steps match their H200 measurements", "[calibration][qlora]") {
     // Achieved: median 0.78 %, max 2.60 % (low: rank 16 on all seven projections of tinyllama).
     CHECK(median <= 0.009);
     CHECK(max <= 0.027);
+}
+
+TEST_CASE("torch.compile'd steps match their H200 measurements", "[calibration][compile]") {
+    // torch.compile(model), default mode, after train(): gpt2 (fp32, autocast,
+    // eager attention, a loss-only loop), llama-3.2-1b (bf16, autocast,
+    // checkpointing), qwen2.5, qwen3, tinyllama and bert-base
+    // (bench/torch_reference/cases/compile.json), each case a process of its
+    // own: its peak holds the cuBLAS workspaces, which the estimate leaves to
+    // fit checks.
+    std::size_t deferred = 0;
+    auto cases = load_cases(ANATOMY_COMPILE_FILE, deferred, ANATOMY_CALIBRATION_CONFIGS);
+    REQUIRE(cases.size() == 11);
+    for (auto& c : cases) c.peak_alloc -= static_cast<double>(cublas_workspace(c.training).count);
+    const auto [median, max] = peak_errors(cases);
+    // Achieved: median 0.43 %, max 1.27 % (tinyllama under autocast, high).
+    CHECK(median <= 0.005);
+    CHECK(max <= 0.014);
+}
+
+TEST_CASE("compiling drops the two quoted steps' peaks as measured", "[calibration][compile]") {
+    // The two steps the issue quotes, eager and compiled on an H200:
+    // gpt2 amp-bf16 8 x 1024 went 13.4 -> 8.1 GiB, llama-3.2-1b bf16 4 x 2048
+    // 34.0 -> 23.5 GiB. The estimate must show the same drop, within 2 %.
+    const model_spec gpt2 = model_named("gpt2", ANATOMY_CALIBRATION_CONFIGS);
+    const model_spec llama = model_named("llama3.2-1b", ANATOMY_CALIBRATION_CONFIGS);
+    recipe amp{};
+    amp.autocast = autocast_mode::bf16;
+    recipe bf16{};
+    bf16.weights = dtype::bf16;
+    for (const auto& [model, r, s, eager_gib, compiled_gib] :
+         {std::tuple{gpt2, amp, shape{.batch = 8, .seq = 1024}, 13.4, 8.1},
+          std::tuple{llama, bf16, shape{.batch = 4, .seq = 2048}, 34.0, 23.5}}) {
+        recipe compiled = r;
+        compiled.compile = true;
+        const double eager = static_cast<double>(estimate(model, r, s).peak.count) / 1073741824.0;
+        const double fused = static_cast<double>(estimate(model, compiled, s).peak.count) / 1073741824.0;
+        CHECK(std::abs(eager / eager_gib - 1.0) <= 0.02);
+        CHECK(std::abs(fused / compiled_gib - 1.0) <= 0.02);
+    }
 }
 
 TEST_CASE("DeepSpeed ZeRO on one GPU matches its H200 measurements", "[calibration][deepspeed]") {

@@ -19,7 +19,8 @@ constexpr model_spec gpt2(const sizes& s, std::uint64_t positions = 1024, double
     m.norm = {.kind = norm_kind::layer_norm, .bias = true};
     m.block = {.placement = norm_placement::pre, .dropout = dropout};
     m.embedding = {.vocab = s.vocab, .positions = positions, .dropout = embedding_dropout};
-    m.head = {.kind = task::causal_lm, .tied = s.tied};
+    // GPT2LMHeadModel: its loss is a graph of its own under torch.compile.
+    m.head = {.kind = task::causal_lm, .tied = s.tied, .loss_graph_break = true};
     m.names = {.embeddings = "transformer", .token_table = "wte", .position_table = "wpe", .layers = "transformer.h",
                .attention = "attn", .qkv = "c_attn", .o = "c_proj", .mlp = "mlp", .up = "c_fc", .down = "c_proj",
                .attention_norm = "ln_1", .mlp_norm = "ln_2", .final_stage = "transformer", .final_norm = "ln_f"};

@@ -51,6 +51,7 @@ constexpr tensor_slot expand_cache_append(kernel_builder& b, const op& o) {
     if (!kv_cached(b, o)) return x;
     const tensor_slot copy = b.pointwise("cat", x, b.elements(o.rows, o.out_width));
     b.at(copy).held = keeps_outputs(b.r);
+    b.at(copy).returned = true;
     return copy;
 }
 
@@ -66,6 +67,13 @@ constexpr bool bias_needs_grad(const kernel_builder& b, const op& o) {
 constexpr bool sdpa_masked(const kernel_builder& b, const op& o) {
     return b.m.attention.always_masked || (o.window > 0 && b.seq_of(o.rows) >= o.window);
 }
+// Traced under torch.compile, transformers builds the causal mask as a
+// tensor (it skips it only when not tracing) and passes it to every causal
+// SDPA call: the memory-efficient kernel, K/V repeated, the one mask shared.
+constexpr bool compiled_mask(const kernel_builder& b, bool causal) { return b.r.compile && causal; }
+// An encoder's SDPA call, traced, gets the padding mask transformers builds,
+// and runs as the math decomposition in fp32 (traced: bert-base).
+constexpr bool compiled_encoder(const kernel_builder& b, const op& o) { return b.r.compile && !o.causal; }
 
 // aten's _scaled_dot_product_attention_math: scaled copies of q and k,
 // explicit scores, softmax, dropout, and a bmm with v. Half inputs are
@@ -75,6 +83,8 @@ constexpr tensor_slot math_attention(kernel_builder& b, const op& o, tensor_slot
     const attention_shape a = shape_of(b, o);
     const dtype in_t = b.matmul_type(b.type_of(q));
     const dtype t = b.m.attention.always_masked && is_half(in_t) ? dtype::fp32 : in_t;
+    // Compiled, the decomposition runs its softmax on autocast's fp32 list.
+    const dtype sm = compiled_encoder(b, o) ? b.fp32_list_type(t) : t;
     const bool grouped = a.kv_heads != a.heads;
     const std::uint64_t scores = score_elements(a);
     const tensor_slot q_s = b.compute("mul", heads_bytes(b, a.rows, a.heads, a.head_dim, t), t, {q, no_slot, no_slot}, 0);
@@ -87,9 +97,16 @@ constexpr tensor_slot math_attention(kernel_builder& b, const op& o, tensor_slot
     tensor_slot w = b.compute("bmm", b.tensor(scores, t), t, {q_s, k_s, no_slot}, 0b11);
     if (b.m.attention.positions == position_kind::relative_bias || o.causal || sdpa_masked(b, o))
         w = b.compute("add", b.tensor(scores, t), t, {w, no_slot, no_slot}, 0);
-    tensor_slot probs = b.compute("_safe_softmax", b.tensor(scores, t), t, {w, no_slot, no_slot}, 0, true);
-    probs = dropout_kernel(b, probs, scores, o.dropout);
+    const tensor_slot softmax = b.compute("_safe_softmax", b.tensor(scores, sm), sm, {w, no_slot, no_slot}, 0, true);
+    const tensor_slot probs = b.cast(dropout_kernel(b, softmax, scores, o.dropout), scores, t);
     tensor_slot ctx = b.compute("bmm", heads_bytes(b, a.rows, a.heads, a.v_head_dim, t), t, {probs, v_c, no_slot}, 0b11);
+    if (compiled_encoder(b, o) && b.at(ctx).requires_grad) {
+        // Traced (bert-base): backward recomputes the probabilities from the
+        // kept softmax output and dropout mask.
+        kernel& bmm = b.at(ctx);
+        bmm.saves_inputs &= 0b10;
+        bmm.recomputes_from[bmm.recompute_count++] = softmax;
+    }
     ctx = b.cast(ctx, b.elements(a.rows, checked_mul(a.heads, a.v_head_dim)), in_t);
     // transpose(1, 2).contiguous() for the output projection
     return b.compute("clone", heads_bytes(b, a.rows, a.heads, a.v_head_dim, in_t), in_t, {ctx, no_slot, no_slot}, 0);
@@ -97,7 +114,7 @@ constexpr tensor_slot math_attention(kernel_builder& b, const op& o, tensor_slot
 
 // `k_heads`: the heads K and V have here (repeated to every head, or grouped).
 constexpr tensor_slot fused_attention(kernel_builder& b, const op& o, tensor_slot q, tensor_slot k, tensor_slot v,
-                                      bool masked, std::uint64_t k_heads) {
+                                      bool masked, std::uint64_t k_heads, bool efficient = false) {
     const attention_shape a = shape_of(b, o);
     const dtype t = b.matmul_type(b.type_of(q));
     q = b.cast(q, b.elements(a.rows, checked_mul(a.heads, a.head_dim)), t);
@@ -107,7 +124,7 @@ constexpr tensor_slot fused_attention(kernel_builder& b, const op& o, tensor_slo
     // mask SDPA builds from it in q's dtype. Both are kept for backward.
     bytes saved = b.tensor(b.elements(a.rows, a.heads), dtype::fp32);
     if (masked) saved += b.tensor(mask_elements(a), t);
-    const tensor_slot y = b.compute(is_half(t) ? "cudnn_attention" : "efficient_attention",
+    const tensor_slot y = b.compute(is_half(t) && !efficient ? "cudnn_attention" : "efficient_attention",
                                     heads_bytes(b, a.rows, a.heads, a.v_head_dim, t), t, {q, k, v}, 0b111, true, saved);
     kernel& kn = b.at(y);
     // Backward: an fp32 dQ accumulator and the row sums of dO * O; with
@@ -207,11 +224,14 @@ constexpr tensor_slot expand_attention(kernel_builder& b, const op& o) {
         // The cache lives in the model output: held by a plain loop.
         b.at(k).held = keeps_outputs(b.r);
         b.at(v).held = keeps_outputs(b.r);
+        b.at(k).returned = true;
+        b.at(v).returned = true;
     }
     if (b.eager_attention()) return eager_attention(b, o, q, k, v, cached);
     const dtype t = b.matmul_type(b.type_of(q));
     const bool grouped = a.kv_heads != a.heads;
-    const bool masked = sdpa_masked(b, o);
+    const bool shared_mask = compiled_mask(b, o.causal);
+    const bool masked = sdpa_masked(b, o) || shared_mask;
     // transformers' SDPA path repeats grouped K/V (expand + reshape: a copy,
     // in their dtype before autocast casts them) when it passes a mask or the
     // heads are wider than 256; a single K/V head expands without a copy.
@@ -227,9 +247,10 @@ constexpr tensor_slot expand_attention(kernel_builder& b, const op& o) {
     }
     // The math fallback: T5's bias that needs a gradient, fp32 with grouped
     // K/V (no fused kernel takes them), and Falcon's unequal heads.
-    if (bias_needs_grad(b, o) || (k_heads != a.heads && (!is_half(t) || b.m.attention.always_masked)))
+    if (bias_needs_grad(b, o) || (k_heads != a.heads && (!is_half(t) || b.m.attention.always_masked)) ||
+        compiled_encoder(b, o))
         return math_attention(b, o, q, k, v, cached);
-    const tensor_slot y = fused_attention(b, o, q, k, v, masked, k_heads);
+    const tensor_slot y = fused_attention(b, o, q, k, v, masked && !shared_mask, k_heads, shared_mask);
     // RoPE that ends in a cat (partial rotary, Phi-3) leaves q contiguous as
     // (batch, heads, seq, dim); cuDNN's output follows q's layout, so
     // transformers' transpose(1, 2).contiguous() is a copy, which the output
@@ -247,8 +268,17 @@ constexpr tensor_slot expand_attention(kernel_builder& b, const op& o) {
 // counted there); eager adds a float [batch, 1, seq, seq] in the embeddings'
 // dtype to every layer's scores.
 constexpr tensor_slot expand_mask(kernel_builder& b, const op& o) {
-    if (!b.eager_attention()) return no_slot;
     const std::uint64_t seq = b.seq_of(o.rows);
+    if (compiled_mask(b, b.m.stack == stack_kind::decoder && o.window == 0) && !b.eager_attention()) {
+        // Compiled SDPA keeps the mask, in its compute dtype, for every
+        // layer's backward: it lives through the step.
+        const dtype t = b.matmul_type(b.param_type());
+        kernel mask = b.make("where", b.tensor(checked_mul(b.s.batch, checked_mul(seq, seq)), t), t,
+                             {no_slot, no_slot, no_slot});
+        mask.held = true;
+        return b.push(mask);
+    }
+    if (!b.eager_attention()) return no_slot;
     const dtype t = b.autocast() ? dtype::fp32 : b.param_type();
     return b.forward_scoped("where", b.tensor(checked_mul(b.s.batch, checked_mul(seq, seq)), t), t);
 }

@@ -24,6 +24,7 @@ constexpr tensor_slot expand_mean_pool(kernel_builder& b, const op& o) {
 constexpr tensor_slot expand_loss(kernel_builder& b, const op& o) {
     const tensor_slot logits = b.slot_of(o.inputs[0]);
     b.at(logits).held = keeps_outputs(b.r);  // the model's output keeps its logits
+    b.at(logits).returned = true;
     if (!b.grad_enabled()) return logits;  // inference: no labels, no loss
     const std::uint64_t n = b.elements(o.rows, o.out_width);
     // transformers' loss_function upcasts the logits before cross-entropy;

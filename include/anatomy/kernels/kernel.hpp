@@ -36,11 +36,16 @@ struct kernel {
     bytes param_grads;         // parameter gradients its backward creates; they persist
     bytes backward_workspace;  // freed before its backward returns
     bool held;                 // lives until the step ends: model outputs, the KV cache
+    bool returned;             // in the model's output (logits, the KV cache), kept or not by the loop
     bool forward_scoped;       // lives until the forward returns: masks the model builds once
     bool alias;                // a view of in[0]: no memory of its own
     bytes weight_copy;         // autocast's half copy of the weight it multiplies by
     bool saves_weight_copy;    // kept for backward (the input gradient needs it)
     bool caches_weight_copy;   // autocast's cast cache keeps it until the forward ends
+    // Compiled (kernels/compiled.hpp): the tensors its backward recomputes
+    // what it saved from, kept for backward in place of saves_inputs' bits.
+    std::array<tensor_slot, 4> recomputes_from;
+    std::uint8_t recompute_count;
 };
 
 inline constexpr std::size_t max_kernels_per_stage = 256;

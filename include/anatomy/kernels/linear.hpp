@@ -7,6 +7,10 @@
 
 namespace anatomy::detail {
 
+// torch.compile traces the whole model as one graph, unless gradient
+// checkpointing breaks it at every checkpointed layer.
+constexpr bool one_compiled_graph(const kernel_builder& b) { return b.r.compile && !b.r.grad_checkpointing; }
+
 constexpr tensor_slot expand_embedding(kernel_builder& b, const op& o) {
     const dtype t = b.param_type();  // nn.Embedding is not on autocast's lists
     kernel k = b.make("embedding", b.tensor(b.elements(o.rows, o.out_width), t), t, {no_slot, no_slot, no_slot});
@@ -15,9 +19,19 @@ constexpr tensor_slot expand_embedding(kernel_builder& b, const op& o) {
         // embedding_dense_backward builds a dense table gradient. When a
         // later op shares the table, its gradient exists already and this
         // one is added to it, then freed.
+        // Compiled as one graph, the shared table's gradient is summed in the
+        // graph and made here, last (traced: llama-3.2-1b's tied head adds
+        // nothing at the head's backward). Checkpointed layers break the
+        // graph, and the head makes its own (traced: +501 MiB there).
         const bytes table = o.weight.numel() * size_of(b.grad_type());
-        if (o.tied || o.weight_shared_later) k.backward_workspace = table;
-        else k.param_grads = table;
+        if (one_compiled_graph(b) && o.weight_shared_later) {
+            k.param_grads = table;
+            k.backward_workspace = table;
+        } else if (o.tied || o.weight_shared_later) {
+            k.backward_workspace = table;
+        } else {
+            k.param_grads = table;
+        }
     }
     return b.push(k);
 }
@@ -95,7 +109,8 @@ constexpr tensor_slot expand_linear(kernel_builder& b, const op& o) {
     k.saves_weight_copy = input_grad;  // grad_x = grad_out W
     // The cast cache holds casts of weights that require grad.
     k.caches_weight_copy = weight_cast && b.param_requires_grad();
-    k.param_grads = b.param_grad_bytes(o);
+    // Compiled, a tied head's weight gradient is left to the table it shares.
+    k.param_grads = one_compiled_graph(b) && o.tied ? bytes{} : b.param_grad_bytes(o);
     // The weight gradient is computed in the compute dtype, then cast;
     // the bias gradient is a reduction over tokens (reduction_staging).
     if (weight_grad && weight_cast) k.backward_workspace += weight_copy;

@@ -35,6 +35,10 @@ struct head_part {
     // transformers' loss_function upcasts the logits (logits.float()); BERT,
     // RoBERTa and T5 call CrossEntropyLoss on them as they are.
     bool loss_upcast = true;
+    // transformers' loss_function cannot map the class name (GPT2LMHeadModel)
+    // to a loss and logs a warning inside the forward, where torch.compile
+    // breaks the graph: the loss is compiled as a graph of its own.
+    bool loss_graph_break = false;
     // T5: the decoder output is rescaled by d_model^-0.5 before a tied head.
     bool rescale_before_head = false;
 };
