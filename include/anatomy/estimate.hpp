@@ -652,6 +652,14 @@ private:
                         if (allocator_) allocator_->release(logits_tangent);
                         logits_tangent_live = false;
                     }
+                    // DeepSpeed ZeRO-1 and 2 (contiguous_gradients, its
+                    // default, and forced by offload) allocate their IPG
+                    // bucket, reduce_bucket_size elements in the gradients'
+                    // dtype, in the first gradient hook of the backward, and
+                    // free it at its end (traced: tinyllama ZeRO-2 with the
+                    // optimizer offloaded, 953.67 MiB from setup_buckets).
+                    if (i + 1 == plan_.run_count && (r_.parallel == parallelism::zero1 || r_.parallel == parallelism::zero2))
+                        (void)allocate(block_size(checked_mul(r_.zero_reduce_bucket, size_of(r_.weights).count) * B));
                 }
             }
             if (&target == &one_pass) bwd.repeat(one_pass.as_walk(), group.times);
