@@ -123,6 +123,17 @@ Enum parse_enum(std::string_view flag, std::string_view text) {
           choices<Enum>());
 }
 
+// A dtype as anatomy names it (fp32, bf16, fp16) or as torch does
+// (float32, float, bfloat16, float16, half).
+inline dtype parse_dtype(std::string_view flag, std::string_view text) {
+    constexpr std::pair<std::string_view, dtype> torch_names[] = {
+        {"float32", dtype::fp32}, {"float", dtype::fp32},  {"bfloat16", dtype::bf16},
+        {"float16", dtype::fp16}, {"half", dtype::fp16}};
+    for (const auto& [name, type] : torch_names)
+        if (text == name) return type;
+    return parse_enum<dtype>(flag, text);
+}
+
 inline std::string gpu_names() {
     std::string out;
     for (const gpu_spec& g : gpus) out += fmt::format("{}{}", out.empty() ? "" : ", ", g.name);
@@ -158,7 +169,7 @@ inline void add_model_flags(CLI::App& app, raw_options& o, bool with_batch) {
     app.add_option("--seq", o.seq, "tokens per sequence (the encoder's, for T5; image models derive it)")->type_name("S");
     app.add_option("--target-seq", o.target_seq, "decoder (label) tokens per sequence, T5 only (default: --seq)")
         ->type_name("T");
-    add_enum<dtype>(app, "--weights", o.weights, "parameter dtype", "fp32");
+    add_enum<dtype>(app, "--weights", o.weights, "parameter dtype (or torch's float32, bfloat16, float16, half)", "fp32");
     add_enum<autocast_mode>(app, "--autocast", o.autocast, "torch.autocast dtype", "off");
     add_enum<master_weights>(app, "--master-weights", o.master,
                              "a master copy the optimizer updates (fp32 needs --weights bf16 or fp16)", "none");
@@ -267,7 +278,7 @@ inline void read_budget(const raw_options& o, bytes& budget, std::optional<gpu_s
 
 inline recipe build_recipe(const raw_options& o, std::vector<std::string>& lora_targets) {
     recipe r{};
-    if (!o.weights.empty()) r.weights = parse_enum<dtype>("--weights", o.weights);
+    if (!o.weights.empty()) r.weights = parse_dtype("--weights", o.weights);
     if (!o.autocast.empty()) r.autocast = parse_enum<autocast_mode>("--autocast", o.autocast);
     if (!o.master.empty()) r.master = parse_enum<master_weights>("--master-weights", o.master);
     if (!o.attention.empty()) r.attention = parse_enum<attention_kernel>("--attention", o.attention);
@@ -318,8 +329,11 @@ inline recipe build_recipe(const raw_options& o, std::vector<std::string>& lora_
     r.fsdp_reshard_after_forward = !o.fsdp_no_reshard;
     if (r.parallel != parallelism::none && o.inference)
         usage("--parallel {}: trains; drop it with --inference (each rank serves a replica)", name_of(r.parallel));
-    if (r.world_size > 1 && r.parallel == parallelism::none)
+    // Each of --parallel and --world-size needs the other: no rank count is guessed.
+    if (!o.world_size.empty() && r.parallel == parallelism::none)
         usage("--world-size {}: needs --parallel (ddp, fsdp, zero1, zero2 or zero3)", r.world_size);
+    if (r.parallel != parallelism::none && o.world_size.empty())
+        usage("--parallel {}: needs --world-size N, the ranks sharing the step (1 for one GPU)", name_of(r.parallel));
     if (!o.offload.empty()) r.offload = parse_enum<offload_target>("--offload", o.offload);
     if (r.offload != offload_target::none && !is_zero(r.parallel))
         usage("--offload {}: needs --parallel zero1, zero2 or zero3", name_of(r.offload));
@@ -345,7 +359,7 @@ inline recipe build_recipe(const raw_options& o, std::vector<std::string>& lora_
     if (o.fsdp_no_reshard && r.parallel != parallelism::fsdp) usage("--fsdp-no-reshard: needs --parallel fsdp");
     if (!o.fsdp_param_dtype.empty()) {
         if (r.parallel != parallelism::fsdp) usage("--fsdp-param-dtype: needs --parallel fsdp");
-        r.fsdp_param_dtype = parse_enum<dtype>("--fsdp-param-dtype", o.fsdp_param_dtype);
+        r.fsdp_param_dtype = parse_dtype("--fsdp-param-dtype", o.fsdp_param_dtype);
         if (!is_half(r.fsdp_param_dtype)) usage("--fsdp-param-dtype: bf16 or fp16, got {}", o.fsdp_param_dtype);
     }
     if (r.parallel == parallelism::fsdp && (r.lora.enabled() || !o.lora_rank.empty() ||

@@ -7,6 +7,9 @@
 #include "llmc_commands.hpp"
 #include "megatron_commands.hpp"
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
 #include <array>
 #include <ostream>
 #include <string>
@@ -20,6 +23,14 @@ inline int run(const std::vector<std::string>& args, std::ostream& out, std::ost
     using namespace app_detail;
     constexpr std::array<std::string_view, 3> commands{"estimate", "max-batch", "presets"};
     std::string command;
+    // With --json a script reads every outcome from stdout: an error is
+    // {"error": ..., "exit": status} there, and the same line on stderr.
+    const bool json = std::find(args.begin(), args.end(), "--json") != args.end();
+    const auto fail = [&](const std::string& message, int status) {
+        err << message << '\n';
+        if (json) out << nlohmann::json{{"error", message}, {"exit", status}}.dump(2) << '\n';
+        return status;
+    };
     try {
         CLI::App app{"anatomy: how much GPU memory training or serving a transformer takes", "anatomy"};
         app.set_version_flag("--version", ANATOMY_CLI_VERSION);
@@ -46,7 +57,11 @@ inline int run(const std::vector<std::string>& args, std::ostream& out, std::ost
         if (!args.empty()) command = args.front();
         const bool asks_help_or_version = !args.empty() && (args.front() == "-h" || args.front() == "--help" ||
                                                             args.front() == "--version");
-        if (args.empty() || (args.front().starts_with('-') && !asks_help_or_version))
+        if (args.empty()) {
+            out << app.help();
+            return 0;
+        }
+        if (args.front().starts_with('-') && !asks_help_or_version)
             usage("a command is required first: estimate, max-batch or presets; see `anatomy --help`");
 
         std::vector<std::string> reversed(args.rbegin(), args.rend());
@@ -59,11 +74,10 @@ inline int run(const std::vector<std::string>& args, std::ostream& out, std::ost
         } catch (const CLI::CallForVersion& e) {
             return app.exit(e, out, err);
         } catch (const CLI::ParseError& e) {
-            err << cli11_message(e, command == "estimate" || command == "max-batch" || command == "presets"
-                                        ? std::string_view(command)
-                                        : std::string_view())
-                << '\n';
-            return exit_usage_error;
+            return fail(cli11_message(e, command == "estimate" || command == "max-batch" || command == "presets"
+                                             ? std::string_view(command)
+                                             : std::string_view()),
+                        exit_usage_error);
         }
         if (mb->parsed() && max_batch_opts.budget.empty() && max_batch_opts.gpu.empty())
             usage("max-batch: pass --budget SIZE (e.g. 15GiB) or --gpu NAME");
@@ -81,29 +95,21 @@ inline int run(const std::vector<std::string>& args, std::ostream& out, std::ost
         out.flush();
         return 0;
     } catch (const usage_error& e) {
-        err << one_line(e.what()) << '\n';
-        return exit_usage_error;
+        return fail(one_line(e.what()), exit_usage_error);
     } catch (const input_error& e) {
-        err << one_line(e.what()) << '\n';
-        return exit_input_error;
+        return fail(one_line(e.what()), exit_input_error);
     } catch (const overflow_error& e) {
-        err << "anatomy: " << one_line(without_prefix(e.what())) << '\n';
-        return exit_input_error;
+        return fail("anatomy: " + one_line(without_prefix(e.what())), exit_input_error);
     } catch (const anatomy::error& e) {
-        err << "anatomy: " << one_line(without_prefix(e.what())) << '\n';
-        return exit_input_error;
+        return fail("anatomy: " + one_line(without_prefix(e.what())), exit_input_error);
     } catch (const nlohmann::json::exception& e) {
-        err << "anatomy: JSON: " << one_line(e.what()) << '\n';
-        return exit_input_error;
+        return fail("anatomy: JSON: " + one_line(e.what()), exit_input_error);
     } catch (const CLI::Error& e) {
-        err << "anatomy: " << one_line(e.what()) << '\n';
-        return exit_usage_error;
+        return fail("anatomy: " + one_line(e.what()), exit_usage_error);
     } catch (const std::bad_alloc&) {
-        err << "anatomy: out of memory\n";
-        return exit_input_error;
+        return fail("anatomy: out of memory", exit_input_error);
     } catch (const std::exception& e) {
-        err << "anatomy: internal error: " << one_line(e.what()) << '\n';
-        return exit_input_error;
+        return fail("anatomy: internal error: " + one_line(e.what()), exit_input_error);
     }
 }
 

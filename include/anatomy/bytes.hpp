@@ -70,9 +70,10 @@ constexpr std::uint64_t mib_ceil(bytes size) { return detail::ceil_div(size.coun
 constexpr double in_mib(bytes size) { return static_cast<double>(size.count) / static_cast<double>(MiB.count); }
 constexpr double in_gib(bytes size) { return static_cast<double>(size.count) / static_cast<double>(GiB.count); }
 
-// Parses "15GiB", "80 GB", "1.5 GiB", "512MiB", "1073741824" (bytes).
-// Units are case-sensitive as written in the SI and IEC standards; a fraction
-// keeps six decimals and rounds down to the byte.
+// Parses "15GiB", "80 GB", "1.5 GiB", "512MiB", "1073741824B". A number
+// needs its unit: "15" alone is refused, never read as 15 bytes. Units are
+// case-sensitive as written in the SI and IEC standards; a fraction keeps six
+// decimals and rounds down to the byte.
 constexpr bytes parse_bytes(std::string_view text) {
     auto is_space = [](char c) { return c == ' ' || c == '\t'; };
     while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
@@ -101,8 +102,10 @@ constexpr bytes parse_bytes(std::string_view text) {
     std::string_view unit_name = text.substr(i);
     while (!unit_name.empty() && is_space(unit_name.front())) unit_name.remove_prefix(1);
 
+    if (unit_name.empty())
+        throw error("anatomy::parse_bytes: a size needs a unit; write e.g. 15GiB, 15GB, 512MiB, or 15B for bytes");
     struct unit_entry { std::string_view name; bytes size; };
-    constexpr unit_entry units[] = {{"", B},       {"B", B},     {"KiB", KiB}, {"MiB", MiB}, {"GiB", GiB},
+    constexpr unit_entry units[] = {{"B", B},     {"KiB", KiB}, {"MiB", MiB}, {"GiB", GiB},
                                     {"TiB", TiB},  {"KB", KB},   {"MB", MB},   {"GB", GB},   {"TB", TB},
                                     {"K", KiB},    {"M", MiB},   {"G", GiB},   {"T", TiB}};
     for (const auto& u : units) {

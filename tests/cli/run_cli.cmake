@@ -4,9 +4,9 @@
 #         [-DERR=regex] [-DOUT=regex] [-DPREFIX=name] -P run_cli.cmake
 #
 # ARGS separates the arguments with "|". On a non-zero status the run must
-# print nothing on stdout and exactly one line on stderr, starting with
-# PREFIX (default "anatomy") and ": ", and matching ERR. On status 0, stdout
-# must match OUT.
+# print exactly one line on stderr, starting with PREFIX (default "anatomy")
+# and ": ", and matching ERR, and nothing on stdout, except with --json, where
+# stdout is the JSON error object with the same status. stdout must match OUT.
 if(NOT DEFINED PREFIX)
     set(PREFIX anatomy)
 endif()
@@ -18,7 +18,11 @@ if(NOT rc STREQUAL "${RC}")
     message(FATAL_ERROR "expected exit status ${RC}\n${shown}")
 endif()
 if(NOT RC STREQUAL "0")
-    if(NOT out STREQUAL "")
+    if("|${ARGS}|" MATCHES "\\|--json\\|")
+        if(NOT out MATCHES "^{\n  \"error\": \"${PREFIX}: [^\n]+\",\n  \"exit\": ${RC}\n}\n$")
+            message(FATAL_ERROR "with --json an error must be {\"error\": ..., \"exit\": ${RC}} on stdout\n${shown}")
+        endif()
+    elseif(NOT out STREQUAL "")
         message(FATAL_ERROR "an error must print nothing on stdout\n${shown}")
     endif()
     if(NOT err MATCHES "^${PREFIX}: [^\n]+\n$")

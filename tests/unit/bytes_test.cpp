@@ -33,7 +33,7 @@ TEST_CASE("parse_bytes reads IEC and SI units", "[bytes][parse]") {
     CHECK(parse_bytes("80 GB") == 80 * GB);
     CHECK(parse_bytes(" 512MiB ") == 512 * MiB);
     CHECK(parse_bytes("1.5GiB") == 1536 * MiB);
-    CHECK(parse_bytes("1073741824") == GiB);
+    CHECK(parse_bytes("1073741824B") == GiB);
     CHECK(parse_bytes("2K") == 2 * KiB);
     CHECK(parse_bytes("0.25 TB") == 250 * GB);
 }
@@ -43,6 +43,8 @@ TEST_CASE("parse_bytes rejects what it cannot read, naming the fix", "[bytes][pa
     CHECK_THROWS_WITH(parse_bytes("abc"), Catch::Contains("must start with a number"));
     CHECK_THROWS_WITH(parse_bytes("-5GiB"), Catch::Contains("must start with a number"));
     CHECK_THROWS_WITH(parse_bytes("15 parsecs"), Catch::Contains("unknown unit"));
+    CHECK_THROWS_WITH(parse_bytes("15"), Catch::Contains("needs a unit"));  // not 15 bytes
+    CHECK_THROWS_WITH(parse_bytes(" 0 "), Catch::Contains("needs a unit"));
     CHECK_THROWS_WITH(parse_bytes("15gib"), Catch::Contains("unknown unit"));
     CHECK_THROWS_AS(parse_bytes("99999999999999999999"), overflow_error);
     CHECK_THROWS_AS(parse_bytes("20000000 TiB"), overflow_error);
