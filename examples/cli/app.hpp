@@ -71,6 +71,7 @@ struct request {
     std::string model_name;   // the preset, or the config's display name
     std::string config_path;  // empty for a preset
     std::string task_from;
+    std::string weights_from;  // "--weights", the config's dtype key, or "the default"
     recipe base{};  // without LoRA targets: make_recipe() points them at lora_targets
     std::vector<std::string> lora_targets;
     shape s{};
@@ -169,7 +170,8 @@ inline void add_model_flags(CLI::App& app, raw_options& o, bool with_batch) {
     app.add_option("--seq", o.seq, "tokens per sequence (the encoder's, for T5; image models derive it)")->type_name("S");
     app.add_option("--target-seq", o.target_seq, "decoder (label) tokens per sequence, T5 only (default: --seq)")
         ->type_name("T");
-    add_enum<dtype>(app, "--weights", o.weights, "parameter dtype (or torch's float32, bfloat16, float16, half)", "fp32");
+    add_enum<dtype>(app, "--weights", o.weights, "parameter dtype (or torch's float32, bfloat16, float16, half)",
+                    "the config's dtype, else fp32");
     add_enum<autocast_mode>(app, "--autocast", o.autocast, "torch.autocast dtype", "off");
     add_enum<master_weights>(app, "--master-weights", o.master,
                              "a master copy the optimizer updates (fp32 needs --weights bf16 or fp16)", "none");
@@ -321,8 +323,6 @@ inline recipe build_recipe(const raw_options& o, std::vector<std::string>& lora_
     }
     if (r.optimizer == optimizer_kind::paged_adamw8bit && r.parallel != parallelism::none)
         usage("--optimizer paged-adamw8bit: modelled on one GPU; drop --parallel");
-    if (r.master == master_weights::fp32 && !is_half(r.weights))
-        usage("--master-weights fp32: needs --weights bf16 or fp16 (the fp32 copy is the master)");
     if (!o.parallel.empty()) r.parallel = parse_enum<parallelism>("--parallel", o.parallel);
     if (!o.world_size.empty()) r.world_size = parse_count("--world-size", o.world_size);
     r.ddp_bucket_view = o.ddp_bucket_view;
@@ -445,6 +445,13 @@ inline request build_request(const raw_options& o, bool with_batch) {
         q.model_name = std::move(loaded.name);
         q.config_path = o.config;
         q.task_from = std::move(loaded.task_from);
+        // from_pretrained loads the weights in the config's dtype; QLoRA's
+        // prepare_model_for_kbit_training casts what is not quantized to fp32.
+        const bool kbit_training = q.base.quantize != quantization::none && !q.base.inference;
+        if (o.weights.empty() && loaded.weights && !kbit_training) {
+            q.base.weights = *loaded.weights;
+            q.weights_from = fmt::format("the config's {}", loaded.weights_key);
+        }
     } else if (task_override) {
         if (!supports_task(q.model, *task_override))
             input("--task {}: {} is {} model and trains {} only", name_of(*task_override), q.model_name,
@@ -454,6 +461,12 @@ inline request build_request(const raw_options& o, bool with_batch) {
     } else {
         q.task_from = "the preset's";
     }
+    if (q.weights_from.empty())
+        q.weights_from = !o.weights.empty() ? "--weights"
+                         : q.base.quantize != quantization::none && !q.base.inference ? "--quantize (QLoRA)"
+                                                                                     : "the default";
+    if (q.base.master == master_weights::fp32 && !is_half(q.base.weights))
+        usage("--master-weights fp32: needs --weights bf16 or fp16 (the fp32 copy is the master)");
     const std::string_view arch = q.model.model_type;
     if (has_num_labels) {
         if (q.model.head.kind != task::seq_cls && q.model.head.kind != task::image_cls)
@@ -545,9 +558,11 @@ inline estimate_result run_estimate(const request& q, const shape& s, bool with_
 
 inline std::string recipe_text(const request& q) {
     const recipe r = q.make_recipe();
-    std::string out = fmt::format("weights {}, autocast {}, master weights {}, optimizer {}, attention {}",
-                                  name_of(r.weights), name_of(r.autocast), name_of(r.master), name_of(r.optimizer),
-                                  name_of(r.attention));
+    std::string out = fmt::format("weights {}{}, autocast {}, master weights {}, optimizer {}, attention {}",
+                                  name_of(r.weights),
+                                  q.weights_from.starts_with("the config's") ? fmt::format(" (from {})", q.weights_from)
+                                                                             : std::string(),
+                                  name_of(r.autocast), name_of(r.master), name_of(r.optimizer), name_of(r.attention));
     // transformers 5.17 gives a family without SDPA eager attention.
     if (r.attention == attention_kernel::sdpa && !q.model.attention.sdpa)
         out += fmt::format(" (estimated as eager: {} has no SDPA path in transformers 5.17)", q.model.model_type);
@@ -715,6 +730,7 @@ inline ojson inputs_json(std::string_view command, const request& q, bool with_b
     ojson rj;
     rj["weights"] = name_of(r.weights);
     rj["autocast"] = name_of(r.autocast);
+    rj["weights_from"] = q.weights_from;
     rj["master_weights"] = name_of(r.master);
     rj["optimizer"] = name_of(r.optimizer);
     rj["attention"] = name_of(r.attention);

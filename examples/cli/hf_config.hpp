@@ -57,6 +57,10 @@ struct hf_model {
     model_spec spec{};
     std::string name;       // "_name_or_path" if the config has one, else the file's name
     std::string task_from;  // where the task came from: "--task", "architectures (LlamaForCausalLM)", ...
+    // The dtype from_pretrained loads the weights in (transformers 5: the
+    // config's "dtype", older configs' "torch_dtype"), and that key.
+    std::optional<dtype> weights;
+    std::string weights_key;
 };
 
 namespace hf_detail {
@@ -1047,6 +1051,21 @@ inline hf_model hf_config_from_json(const nlohmann::json& config, std::optional<
     if (m.head.kind == task::seq_cls || m.head.kind == task::image_cls)
         m.head.num_labels = hf_detail::read_num_labels(r);  // else unused: keep the default
     if (family->check_task != nullptr) family->check_task(r, m);
+    for (const char* key : {"dtype", "torch_dtype"}) {
+        const nlohmann::json* value = r.find(key);
+        if (value == nullptr || value->is_null()) continue;
+        if (!value->is_string()) r.wrong_type(key, *value, "a string such as \"bfloat16\"");
+        const std::string name = value->get<std::string>();
+        if (name == "auto") continue;
+        if (name == "float32") out.weights = dtype::fp32;
+        else if (name == "bfloat16") out.weights = dtype::bf16;
+        else if (name == "float16") out.weights = dtype::fp16;
+        else
+            r.fail(fmt::format("\"{}\": \"{}\" is not a weight dtype the estimator models; use float32, bfloat16 "
+                               "or float16, or pass --weights", key, shorten(name)));
+        out.weights_key = key;
+        break;
+    }
     try {
         validate(m);
     } catch (const anatomy::error& e) {  // anything the readers above did not name
