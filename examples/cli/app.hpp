@@ -604,52 +604,80 @@ inline void print_header(std::ostream& out, const request& q, bool with_batch) {
     out << fmt::format("{:<10}{}\n", "recipe", recipe_text(q));
 }
 
+// A table whose columns fit their widest cell, whatever the values: the first
+// column left-aligned, the rest right-aligned, a note after the last.
+class text_table {
+public:
+    void row(std::vector<std::string> cells, std::string note = {}) { rows_.push_back({std::move(cells), std::move(note)}); }
+    void gap() { rows_.push_back({}); }
+    void print(std::ostream& out) const {
+        std::vector<std::size_t> width;
+        for (const line& l : rows_)
+            for (std::size_t i = 0; i < l.cells.size(); ++i) {
+                if (width.size() <= i) width.push_back(0);
+                width[i] = std::max(width[i], l.cells[i].size());
+            }
+        for (const line& l : rows_) {
+            std::string text;
+            for (std::size_t i = 0; i < l.cells.size(); ++i)
+                text += i == 0 ? fmt::format("{:<{}}", l.cells[i], width[0] + 2)
+                               : fmt::format("{:>{}}", l.cells[i], width[i] + (i == 1 ? 0 : 2));
+            if (!l.note.empty()) text += "  " + l.note;
+            out << text << '\n';
+        }
+    }
+
+private:
+    struct line {
+        std::vector<std::string> cells;
+        std::string note;
+    };
+    std::vector<line> rows_;
+};
+
 inline void print_estimate(std::ostream& out, const estimate_result& x) {
     const memory_estimate& e = x.e;
-    out << fmt::format("{:<18}{:>17}\n", "params", grouped(e.params));
+    text_table counts;
+    counts.row({"params", grouped(e.params)});
     if (e.active_params != e.params)
-        out << fmt::format("{:<18}{:>17}  (per token: top-k of the routed experts)\n", "active params",
-                           grouped(e.active_params));
-    out << fmt::format("{:<18}{:>17}\n\n", "trainable params", grouped(e.trainable_params));
-    constexpr std::string_view row = "{:<18}{:>24}{:>13}{:>12.2f}{:>10.2f}\n";
-    constexpr std::string_view heading = "{:<18}{:>24}{:>13}{:>12}{:>10}\n";
-    out << fmt::format(fmt::runtime(heading), "model state", "bytes", "size", "MiB", "B/param");
+        counts.row({"active params", grouped(e.active_params)}, "(per token: top-k of the routed experts)");
+    counts.row({"trainable params", grouped(e.trainable_params)});
+    counts.print(out);
+    out << '\n';
+
+    // One table for the ledgers, the phases and the totals, so that every
+    // column lines up with the widest value in it.
+    text_table t;
+    const auto sized = [&](std::string_view name, bytes b, bool per_param_column, std::string note = {}) {
+        std::vector<std::string> cells{std::string(name), grouped(b.count), fmt::format("{}", b),
+                                       fmt::format("{:.2f}", in_mib(b))};
+        if (per_param_column) cells.push_back(fmt::format("{:.2f}", per_param(b, e.params)));
+        t.row(std::move(cells), std::move(note));
+    };
+    t.row({"model state", "bytes", "size", "MiB", "B/param"});
     for_each_entry(e.model_state, [&](std::string_view name, bytes b) {
         if (name == "activations" || name == "temporaries" || name == "allocator_rounding") return;
         if ((name == "communication" || name == "gathered_weights") && b.count == 0) return;
-        out << fmt::format(fmt::runtime(row), name, grouped(b.count), b, in_mib(b), per_param(b, e.params));
+        sized(name, b, true);
     });
-    const bytes state = total(e.model_state);
-    out << fmt::format(fmt::runtime(row), "total", grouped(state.count), state, in_mib(state),
-                       per_param(state, e.params));
-
-    out << fmt::format("\n{:<18}{:>24}{:>13}{:>12}{:>10}\n", "at the peak", "bytes", "size", "MiB", "B/param");
-    for_each_entry(e.ledger, [&](std::string_view name, bytes b) {
-        out << fmt::format(fmt::runtime(row), name, grouped(b.count), b, in_mib(b), per_param(b, e.params));
-    });
-    const bytes sum = total(e.ledger);
-    out << fmt::format(fmt::runtime(row), "total", grouped(sum.count), sum, in_mib(sum), per_param(sum, e.params));
-
-    constexpr std::string_view phase_row = "{:<18}{:>24}{:>13}{:>12.2f}\n";
-    out << fmt::format("\n{:<18}{:>24}{:>13}{:>12}\n", "phase peak", "bytes", "size", "MiB");
-    for_each_phase(e.phases, [&](std::string_view name, bytes b) {
-        out << fmt::format(fmt::runtime(phase_row), name, grouped(b.count), b, in_mib(b));
-    });
-    out << '\n';
-    out << fmt::format(fmt::runtime(phase_row), "peak", grouped(e.peak.count), e.peak, in_mib(e.peak));
-    const bytes reserved = x.replay.peak_reserved;
-    out << fmt::format(fmt::runtime(phase_row), "reserved", grouped(reserved.count), reserved, in_mib(reserved));
-    if (e.host.count > 0)
-        out << fmt::format(fmt::runtime(phase_row), "host (offloaded)", grouped(e.host.count), e.host, in_mib(e.host));
-    if (e.nvme.count > 0)
-        out << fmt::format(fmt::runtime(phase_row), "NVMe (offloaded)", grouped(e.nvme.count), e.nvme, in_mib(e.nvme));
+    sized("total", total(e.model_state), true);
+    t.gap();
+    t.row({"at the peak", "bytes", "size", "MiB", "B/param"});
+    for_each_entry(e.ledger, [&](std::string_view name, bytes b) { sized(name, b, true); });
+    sized("total", total(e.ledger), true);
+    t.gap();
+    t.row({"phase peak", "bytes", "size", "MiB"});
+    for_each_phase(e.phases, [&](std::string_view name, bytes b) { sized(name, b, false); });
+    t.gap();
+    sized("peak", e.peak, false, "(the allocator's max_memory_allocated)");
+    sized("reserved", x.replay.peak_reserved, false,
+          "(max_memory_reserved; with the cuBLAS workspaces and the CUDA context, what a card must hold: --gpu checks it)");
+    if (e.host.count > 0) sized("host (offloaded)", e.host, false);
+    if (e.nvme.count > 0) sized("NVMe (offloaded)", e.nvme, false);
     if (e.managed.count > 0)
-        out << fmt::format("{:<18}{:>24}{:>13}{:>12.2f}  (paged optimizer state, CUDA managed memory: on the card, not "
-                           "in the allocator's peak)\n",
-                           "managed", grouped(e.managed.count), e.managed, in_mib(e.managed));
-    const bytes replayed = x.replay.peak_allocated;
-    out << fmt::format("{:<18}{:>24}{:>13}{:>12.2f}  (allocator replay, whole-block slack included)\n",
-                       "replayed peak", grouped(replayed.count), replayed, in_mib(replayed));
+        sized("managed", e.managed, false, "(paged optimizer state, CUDA managed memory: on the card, not in the allocator's peak)");
+    sized("replayed peak", x.replay.peak_allocated, false, "(allocator replay, whole-block slack included)");
+    t.print(out);
 }
 
 inline void print_fit(std::ostream& out, const request& q, const estimate_result& x) {

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -153,6 +154,35 @@ TEST_CASE("the table lists every ledger entry and phase") {
     CHECK(r.out.find("\npeak ") != std::string::npos);
     CHECK(r.out.find("\nreserved ") != std::string::npos);
     CHECK(r.out.find("60,506,624") != std::string::npos);
+}
+
+TEST_CASE("the table's columns line up for any value") {
+    // From MiB to petabytes: in every row of the sizes table the bytes and
+    // the size end where the header's "bytes" and "size" end.
+    for (const char* batch : {"1", "4096"}) {
+        const result r = run({"estimate", "--model", "llama-3-70b", "--weights", "bf16", "--batch", batch, "--seq", "32768"});
+        REQUIRE(r.status == 0);
+        std::istringstream lines(r.out.substr(r.out.find("\nmodel state") + 1));
+        const std::regex count("[0-9][0-9,]*"), size("[0-9.]+ [KMGTPE]?i?B\\b");
+        std::string line;
+        std::size_t bytes_end = 0, size_end = 0, rows = 0;
+        while (std::getline(lines, line)) {
+            if (line.empty()) continue;
+            CAPTURE(batch, line);
+            if (const std::size_t h = line.find(" bytes "); h != std::string::npos) {
+                bytes_end = h + 6;
+                size_end = line.find(" size ") + 5;
+                continue;
+            }
+            std::smatch m;
+            REQUIRE(std::regex_search(line, m, count));
+            CHECK(static_cast<std::size_t>(m.position(0) + m.length(0)) == bytes_end);
+            REQUIRE(std::regex_search(line, m, size));
+            CHECK(static_cast<std::size_t>(m.position(0) + m.length(0)) == size_end);
+            ++rows;
+        }
+        CHECK(rows >= 20);
+    }
 }
 
 TEST_CASE("max-batch") {
