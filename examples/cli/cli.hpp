@@ -43,6 +43,9 @@ inline int run(const std::vector<std::string>& args, std::ostream& out, std::ost
         CLI::App* est = app.add_subcommand("estimate", "predict the memory of one training (or inference) step");
         add_model_flags(*est, estimate_opts, true);
         est->add_flag("--explain", estimate_opts.explain, "list the tensors alive when the step peaks");
+        est->add_option("--budget", estimate_opts.budget,
+                        "the caching allocator's cap, e.g. 15GiB: says whether the step fits, as max-batch tests it")
+            ->type_name("SIZE");
         CLI::App* mb = app.add_subcommand("max-batch", "the largest batch that trains under --budget (or --gpu)");
         add_model_flags(*mb, max_batch_opts, false);
         mb->add_option("--budget", max_batch_opts.budget,

@@ -73,6 +73,14 @@ constexpr std::uint64_t largest_batch(std::uint64_t limit, Fits fits) {
 
 }  // namespace detail
 
+// Whether step `s` runs under `budget`, the caching allocator's cap, in a
+// fresh process: max_batch's own test, so that max_batch(...) fits and one
+// more does not.
+constexpr bool fits_under(const model_spec& m, const recipe& r, const shape& s, bytes budget) {
+    validate(s, m);
+    return detail::batch_fits(m, r, s, s.batch, budget);
+}
+
 // The largest batch that trains (or serves) under `budget`, the caching
 // allocator's cap as torch.cuda.set_per_process_memory_fraction sets it, in a
 // fresh process: the cuBLAS workspaces and the allocator's reserved segments

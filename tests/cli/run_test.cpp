@@ -185,6 +185,28 @@ TEST_CASE("the table's columns line up for any value") {
     }
 }
 
+TEST_CASE("estimate's fits agrees with max-batch: its batch fits, one more does not") {
+    const std::vector<std::vector<std::string>> cases = {
+        {"--model", "gpt2", "--seq", "512", "--budget", "6GiB"},
+        {"--model", "llama-3.2-1b", "--weights", "bf16", "--seq", "1024", "--grad-checkpointing", "--budget", "20GiB"},
+        {"--model", "qwen2.5-0.5b", "--weights", "bf16", "--seq", "2048", "--compile", "--gpu", "l4"},
+        {"--model", "bert-base", "--autocast", "bf16", "--seq", "512", "--optimizer", "paged-adamw8bit", "--gpu", "a10"}};
+    for (const auto& flags : cases) {
+        std::vector<std::string> search{"max-batch", "--json"};
+        search.insert(search.end(), flags.begin(), flags.end());
+        const std::uint64_t best = run_json(search).at("max_batch").get<std::uint64_t>();
+        CAPTURE(flags, best);
+        REQUIRE(best > 0);
+        for (const std::uint64_t batch : {best, best + 1}) {
+            std::vector<std::string> one{"estimate", "--json", "--batch", std::to_string(batch)};
+            one.insert(one.end(), flags.begin(), flags.end());
+            const json j = run_json(one);
+            CHECK(j.at("fits").get<bool>() == (batch == best));
+            if (j.contains("gpu")) CHECK(j.at("gpu").at("fits") == j.at("fits"));
+        }
+    }
+}
+
 TEST_CASE("max-batch") {
     SECTION("the library's answer, with the estimate at that batch") {
         const json j = run_json({"max-batch", "--model", "gpt2", "--seq", "1024", "--budget", "15GiB", "--json"});
