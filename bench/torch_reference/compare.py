@@ -40,8 +40,8 @@ def cli_args(spec, configs):
         args += ["--target-seq", str(spec["tgt"])]
     if spec.get("qlora"):
         args += ["--quantize", "nf4"]  # prepare_model_for_kbit_training: the rest in fp32
-    elif spec.get("weights"):
-        args += ["--weights", spec["weights"]]
+    else:  # the bench builds from_config(dtype=fp32) unless `weights` says otherwise, whatever the config's dtype
+        args += ["--weights", spec.get("weights", "fp32")]
     if spec.get("amp"):
         args += ["--autocast", spec["amp"]]
     opt = {"sgdm": "sgd-momentum", "sgd": "sgd", "adafactor": "adafactor", "lion": "lion",

@@ -12,7 +12,7 @@ for l in open('tests/data/families-h200.jsonl'):
     a=[(sys.argv[1] if len(sys.argv) > 1 else 'build/examples/anatomy'),'estimate','--config','tests/data/calibration-configs/%s.json'%s['model'],'--batch',str(s['batch']),'--json']
     if s['model']!='vit-s': a+=['--seq',str(s['seq'])]
     if s.get('qlora'): a+=['--quantize','nf4']
-    elif s.get('weights'): a+=['--weights',s['weights']]
+    else: a+=['--weights',s.get('weights','fp32')]  # the bench's from_config dtype, not the config's
     if s.get('amp'): a+=['--autocast',s['amp']]
     if s.get('attn'): a+=['--attention',s['attn']]
     if s.get('gc'): a+=['--grad-checkpointing']

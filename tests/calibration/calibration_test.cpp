@@ -126,6 +126,15 @@ std::vector<calibration_case> load_cases(const char* path, std::size_t& deferred
     return cases;
 }
 
+// Cases measured one per process: their peaks hold the cuBLAS workspaces,
+// which the estimate leaves to fit checks, so they are taken off.
+std::vector<calibration_case> load_fresh_process_cases(const char* path) {
+    std::size_t deferred = 0;
+    std::vector<calibration_case> cases = load_cases(path, deferred, ANATOMY_CALIBRATION_CONFIGS);
+    for (auto& c : cases) c.peak_alloc -= static_cast<double>(cublas_workspace(c.training).count);
+    return cases;
+}
+
 // Median and max |predicted - measured| / measured of the peak.
 std::pair<double, double> peak_errors(const std::vector<calibration_case>& cases) {
     std::vector<double> errors;
@@ -214,12 +223,9 @@ TEST_CASE("real-size mixtures of experts match their H200 measurements", "[calib
 
 TEST_CASE("QLoRA steps match their H200 measurements", "[calibration][qlora]") {
     // NF4 with double quantization, bf16 compute, prepare_model_for_kbit_training,
-    // LoRA (bench/torch_reference/cases/qlora.json), each in a fresh process:
-    // its peak holds the cuBLAS workspaces, which the estimate leaves to fit checks.
-    std::size_t deferred = 0;
-    auto cases = load_cases(ANATOMY_QLORA_FILE, deferred, ANATOMY_CALIBRATION_CONFIGS);
+    // LoRA (bench/torch_reference/cases/qlora.json), each in a process of its own.
+    const auto cases = load_fresh_process_cases(ANATOMY_QLORA_FILE);
     REQUIRE(cases.size() == 5);  // 3 QLoRA steps, 2 NF4 inference (with and without the cache)
-    for (auto& c : cases) c.peak_alloc -= static_cast<double>(cublas_workspace(c.training).count);
     const auto [median, max] = peak_errors(cases);
     // Achieved: median 0.78 %, max 2.60 % (low: rank 16 on all seven projections of tinyllama).
     CHECK(median <= 0.009);
@@ -230,13 +236,9 @@ TEST_CASE("torch.compile'd steps match their H200 measurements", "[calibration][
     // torch.compile(model), default mode, after train(): gpt2 (fp32, autocast,
     // eager attention, a loss-only loop), llama-3.2-1b (bf16, autocast,
     // checkpointing), qwen2.5, qwen3, tinyllama and bert-base
-    // (bench/torch_reference/cases/compile.json), each case a process of its
-    // own: its peak holds the cuBLAS workspaces, which the estimate leaves to
-    // fit checks.
-    std::size_t deferred = 0;
-    auto cases = load_cases(ANATOMY_COMPILE_FILE, deferred, ANATOMY_CALIBRATION_CONFIGS);
+    // (bench/torch_reference/cases/compile.json), each in a process of its own.
+    const auto cases = load_fresh_process_cases(ANATOMY_COMPILE_FILE);
     REQUIRE(cases.size() == 11);
-    for (auto& c : cases) c.peak_alloc -= static_cast<double>(cublas_workspace(c.training).count);
     const auto [median, max] = peak_errors(cases);
     // Achieved: median 0.43 %, max 1.27 % (tinyllama under autocast, high).
     CHECK(median <= 0.005);
@@ -272,7 +274,7 @@ TEST_CASE("DeepSpeed ZeRO on one GPU matches its H200 measurements", "[calibrati
     const auto cases = load_cases(ANATOMY_DEEPSPEED_FILE, deferred);
     REQUIRE(cases.size() == 12);
     const auto [median, max] = peak_errors(cases);
-    // Achieved: median 0.07 %, max 1.01 % (low: gpt2 ZeRO-1, 68 MiB in
+    // Achieved: median 0.06 %, max 1.01 % (low: gpt2 ZeRO-1, 68 MiB in
     // every phase not found yet).
     CHECK(median <= 0.001);
     CHECK(max <= 0.011);

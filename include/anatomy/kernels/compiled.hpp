@@ -223,19 +223,17 @@ private:
             k.saves_inputs = kept;
             if (!k.saves_output) continue;
             const auto self = static_cast<tensor_slot>(i);
-            if (is_softmax(k) && !recomputed_from_outputs(i)) {
+            if (!is_softmax(k)) {
+                k.saves_output = keep(self, k);
+            } else if (recomputed_from_outputs(i)) {
+                source_set set{};
+                for (tensor_slot in : k.in)
+                    if (in != no_slot) collect(in, set);
+                keep_sources(set, k);
+                k.saves_output = false;
+            } else {
                 materialized_[i] = true;
                 saved(self) = true;
-                continue;
-            }
-            if (is_softmax(k) || !keep(self, k)) {
-                if (is_softmax(k)) {
-                    source_set set{};
-                    for (tensor_slot in : k.in)
-                        if (in != no_slot) collect(in, set);
-                    keep_sources(set, k);
-                }
-                k.saves_output = false;
             }
         }
     }
