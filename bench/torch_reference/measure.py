@@ -1028,7 +1028,8 @@ def run_case(spec, args):
         else:
             qcfg = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=quant, bnb_4bit_use_double_quant=True,
                                       bnb_4bit_compute_dtype=torch.bfloat16)
-        model = auto_class(task).from_pretrained(tmpd, quantization_config=qcfg, dtype=torch.bfloat16,
+        # the unquantized parameters load in the spec's weights dtype (bf16 by default)
+        model = auto_class(task).from_pretrained(tmpd, quantization_config=qcfg, dtype=wdt,
                                                  attn_implementation=attn, device_map={"": 0})
         shutil.rmtree(tmpd, ignore_errors=True)
         qlora_info = "int8" if quant == "int8" else quant + "+dq"

@@ -1,6 +1,7 @@
-"""The torch.compile and DeepSpeed tables of docs/accuracy.md: anatomy estimate --config for every
-case of tests/data/compile-h200.jsonl (measured peaks less the 65 MiB cuBLAS workspaces, each case a
-process of its own) and tests/data/deepspeed-h200.jsonl, against the measured peaks.
+"""The torch.compile, LLM.int8 and DeepSpeed tables of docs/accuracy.md: anatomy estimate --config
+for every case of tests/data/compile-h200.jsonl and tests/data/int8-h200.jsonl (measured peaks less
+the cuBLAS workspaces, 65 MiB in training and 33 MiB in inference, each case a process of its own)
+and tests/data/deepspeed-h200.jsonl, against the measured peaks.
 
   python3 bench/torch_reference/recipes_tables.py [build/examples/anatomy]
 """
@@ -8,6 +9,7 @@ import json, subprocess, sys
 
 anatomy = sys.argv[1] if len(sys.argv) > 1 else "build/examples/anatomy"
 WORKSPACE = 65 * 2**20
+INFERENCE_WORKSPACE = 33 * 2**20
 
 
 def estimate(spec, extra):
@@ -48,6 +50,28 @@ for d in cases("tests/data/compile-h200.jsonl"):
     errors.append(100 * (predicted - measured) / measured)
     print("| %s | %s | %s | %+.2f %% | %s |" % (" ".join(words), format(measured >> 20, ","),
                                               format(predicted >> 20, ","), errors[-1], format(eager >> 20, ",")))
+print("\n" + summary(errors) + "\n")
+
+print("| case | measured MiB | anatomy MiB | error |\n|---|---:|---:|---:|")
+errors = []
+for d in cases("tests/data/int8-h200.jsonl"):
+    s = d["spec"]
+    words = [s["model"], "b%d s%d" % (s["batch"], s["seq"])]
+    flags = ["--quantize", "int8"]
+    if s.get("inference"):
+        # no prepare_model_for_kbit_training: the rest stays in the loaded dtype
+        flags += ["--weights", s["weights"], "--inference"] + (["--kv-cache"] if s.get("use_cache") else [])
+        words[1:1] = [s["weights"], "inference", "with the cache" if s.get("use_cache") else "no cache"]
+    else:
+        targets = s.get("lora_targets", ["q_proj", "v_proj"])
+        flags += ["--lora-rank", str(s["lora"]), "--lora-targets", ",".join(targets)]
+        words[1:1] = ["LoRA r%d %s" % (s["lora"], "all 7" if len(targets) == 7 else ",".join(t[0] for t in targets))]
+        if s.get("gc"): flags += ["--grad-checkpointing"]; words.append("checkpointing")
+    predicted = estimate(s, flags)["peak_bytes"]
+    measured = d["peak_alloc"] - (INFERENCE_WORKSPACE if s.get("inference") else WORKSPACE)
+    errors.append(100 * (predicted - measured) / measured)
+    print("| %s | %s | %s | %+.2f %% |" % (" ".join(words), format(measured >> 20, ","), format(predicted >> 20, ","),
+                                          errors[-1]))
 print("\n" + summary(errors) + "\n")
 
 print("| case | measured MiB | anatomy MiB | error | backward measured / anatomy MiB |\n|---|---:|---:|---:|---:|")

@@ -1,6 +1,7 @@
 #!/bin/bash
 # The torch.compile, LLM.int8 and DeepSpeed-offload measurements behind
-# tests/data/{compile,int8}-h200.jsonl and the ZeRO-2 offload trace, on one H200.
+# tests/data/{compile,int8}-h200.jsonl (int8 from results/int8-h200.jsonl and int8-check-h200.jsonl,
+# traces dropped) and the ZeRO-2 offload trace, on one H200.
 # ONLY_COMPILE="a b" limits the compile cases to those names; SKIP_INT8_DS=1 skips
 # the int8 and DeepSpeed runs. Every compile case runs in its own process (inductor compiles on the CPU, so
 # they overlap); each process's peaks are its own allocator's. Needs
@@ -35,12 +36,16 @@ done
 [ -n "${SKIP_INT8_DS:-}" ] || {
 timeout 540 python3 measure.py --cases cases/int8.json --configs "$configs" --trace \
     --out "$work/int8.jsonl" 2> "$work/int8.log" &
+# The five cases that checked the LLM.int8 rules after they were written.
+timeout 540 python3 measure.py --cases cases/int8-check.json --configs "$configs" --trace \
+    --out "$work/int8-check.jsonl" 2> "$work/int8-check.log" &
 timeout 540 python3 deepspeed_measure.py --configs "$configs" --cases tinyllama-1.1b:2:offopt,gpt2:2:offopt \
     --snapshot --out "$work/ds_offload_trace.jsonl" 2> "$work/ds.log" &
 }
 wait
 cat "$work"/compile/*.jsonl > "$out/compile-h200.jsonl"
 [ -n "${SKIP_INT8_DS:-}" ] || cp "$work/int8.jsonl" "$out/int8-h200.jsonl"
+[ -n "${SKIP_INT8_DS:-}" ] || cp "$work/int8-check.jsonl" "$out/int8-check-h200.jsonl"
 [ -n "${SKIP_INT8_DS:-}" ] || cp "$work/ds_offload_trace.jsonl" "$out/"
 tar -czf "$out/logs.tar.gz" -C "$work" .
 nvidia-smi --query-gpu=name,memory.total --format=csv > "$out/gpu.txt"

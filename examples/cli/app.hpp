@@ -178,8 +178,8 @@ inline void add_model_flags(CLI::App& app, raw_options& o, bool with_batch) {
     add_enum<optimizer_kind>(app, "--optimizer", o.optimizer, "optimizer", "adamw; none with --inference");
     add_enum<attention_kernel>(app, "--attention", o.attention, "attention kernel", "sdpa");
     add_enum<quantization>(app, "--quantize", o.quantize,
-                           "a 4-bit base (bitsandbytes, double quantization, bf16 compute); training it needs LoRA "
-                           "(QLoRA: the rest of the model in fp32)",
+                           "a bitsandbytes base: nf4/fp4 (4-bit, double quantization, bf16 compute) or int8 "
+                           "(LLM.int8, threshold 6.0); training it needs LoRA (QLoRA: the rest of the model in fp32)",
                            "none");
     add_enum<training_loop>(app, "--loop", o.loop,
                             "how the step is written: plain keeps the outputs through backward, loss-only and "
@@ -288,8 +288,8 @@ inline recipe build_recipe(const raw_options& o, std::vector<std::string>& lora_
     if (!o.quantize.empty()) r.quantize = parse_enum<quantization>("--quantize", o.quantize);
     if (r.quantize != quantization::none && !o.inference) {
         if (o.lora_rank.empty())
-            usage("--quantize {}: 4-bit weights take no gradient; add --lora-rank R --lora-targets LIST (QLoRA)",
-                  o.quantize);
+            usage("--quantize {}: {} weights take no gradient; add --lora-rank R --lora-targets LIST (QLoRA)",
+                  o.quantize, r.quantize == quantization::int8 ? "8-bit" : "4-bit");
         // peft.prepare_model_for_kbit_training casts what is not quantized to fp32.
         r.weights = dtype::fp32;
     }
@@ -569,7 +569,9 @@ inline std::string recipe_text(const request& q) {
     out += fmt::format("\n{:<10}loop {}, grad accum {}, grad checkpointing {}, compile {}", "", name_of(r.loop),
                        r.grad_accum, r.grad_checkpointing ? "on" : "off", r.compile ? "on" : "off");
     if (r.quantize != quantization::none)
-        out += fmt::format(", {} base ({} compute{})", name_of(r.quantize), name_of(r.quant_compute),
+        out += fmt::format(", {} base ({}{})", name_of(r.quantize),
+                           is_4bit(r.quantize) ? fmt::format("{} compute", name_of(r.quant_compute))
+                                               : std::string("LLM.int8, outlier threshold 6.0"),
                            r.inference ? "" : "; the rest fp32, as prepare_model_for_kbit_training casts it");
     if (r.lora.enabled()) {
         std::string targets;

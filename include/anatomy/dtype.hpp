@@ -5,7 +5,7 @@
 
 namespace anatomy {
 
-enum class dtype { fp32, bf16, fp16, int8, uint8, boolean, int64 };
+enum class dtype { fp32, bf16, fp16, int8, uint8, boolean, int32, int64 };
 
 constexpr bytes size_of(dtype type) {
     switch (type) {
@@ -15,6 +15,7 @@ constexpr bytes size_of(dtype type) {
         case dtype::int8:
         case dtype::uint8:
         case dtype::boolean: return 1 * B;
+        case dtype::int32: return 4 * B;
         case dtype::int64: return 8 * B;
     }
     throw error("anatomy::size_of: unknown dtype");

@@ -52,10 +52,10 @@ struct parameter_tensor_group {
     dtype type = dtype::fp32;
     bool trainable = true;
     const stage* owner = nullptr;  // the stage that holds it
-    bool quantized = false;  // stored in 4 bits (quantized_weight_tensors)
+    bool quantized = false;  // stored by bitsandbytes (quantized_weight_tensors)
 };
 
-// Whether an op's weight is stored in 4 bits under the recipe.
+// Whether an op's weight is stored quantized under the recipe.
 constexpr bool quantized_weight(const op& o, const recipe& r) {
     return r.quantize != quantization::none && o.kind == op_kind::linear && !o.full_precision;
 }
@@ -223,7 +223,7 @@ constexpr state_count count_model_state(const op_graph& graph, const recipe& r, 
         bytes weight = weight_shard(group.tensor, r).numel() * size_of(p.type);
         if (group.quantized) {
             weight = bytes{};
-            for (bytes part : quantized_weight_tensors(group.tensor.numel())) {
+            for (bytes part : quantized_weight_tensors(r.quantize, group.tensor)) {
                 weight += part;
                 st.resident_blocks += p.copies * block_size(part);
             }
@@ -664,6 +664,10 @@ private:
             }
             if (&target == &one_pass) bwd.repeat(one_pass.as_walk(), group.times);
         }
+        bwd.live -= live_bytes::signed_size(graph_kept_);
+        for (block_id block : graph_kept_blocks_) allocator_->release(block);
+        graph_kept_ = bytes{};
+        graph_kept_blocks_.clear();
     }
 
     constexpr block_id backward_run(const layer_run& run, running& target, bool grads_exist, bool encoder_grad,
@@ -687,7 +691,8 @@ private:
                 walk.observe(allocator_);
                 const live_bytes recompute = walk.forward(true, true);
                 const block_id recomputed = walk.output_block();
-                const live_bytes back = walk.backward(grads_exist, encoder_grad, output_grad, reduction(r_, st));
+                live_bytes back = walk.backward(grads_exist, encoder_grad, output_grad, reduction(r_, st));
+                walk.end_graph(back);  // the recomputed graph dies with the checkpoint's backward
                 one = back;
                 const bool recompute_peaks = recompute.peak > recompute.now + back.peak;
                 one.peak = recompute_peaks ? recompute.peak : recompute.now + back.peak;
@@ -703,6 +708,11 @@ private:
                 walk.restore(forward_blocks);
                 walk.observe(allocator_);
                 one = walk.backward(grads_exist, encoder_grad, output_grad, reduction(r_, st));
+                // The step's graph dies when its backward ends.
+                walk.hand_over_graph([&](bytes size, block_id block) {
+                    graph_kept_ += checked_mul(run.repeat / walks, allocator_ ? 1 : group_times_of(run)) * size;
+                    if (allocator_) graph_kept_blocks_.push_back(block);
+                });
             }
             target.repeat(one, run.repeat / walks);
             output_grad = walk.input_grad_block();
@@ -737,6 +747,10 @@ private:
     bytes held_embedding_{};
     block_id held_embedding_block_ = no_block;
     std::vector<walk_blocks> recorded_;
+    // What the step's autograd graph keeps past its kernels' backward
+    // (kernel::saved_with_graph), freed when the backward ends.
+    bytes graph_kept_{};
+    std::vector<block_id> graph_kept_blocks_;
 };
 
 constexpr step_peaks walk_step(const op_graph& graph, const model_spec& m, const recipe& r, const shape& s,

@@ -72,8 +72,9 @@ inline memory_snapshot explain(const model_spec& model, const recipe& r, const s
                 bytes kept = walk.alive(k) ? kn.out : bytes{};
                 if (!r.inference && !checkpointed) kept += kn.saved_extra + (kn.saves_weight_copy ? kn.weight_copy : bytes{});
                 if (kept.count == 0) continue;
-                // A layer's output is the next layer's input: only the last one is alive here.
-                const bool handed_on = static_cast<tensor_slot>(k) == output && kept == kn.out;
+                // A layer's output is the next layer's input: only the last one is
+                // alive here, unless each layer is a checkpoint, which keeps its input.
+                const bool handed_on = static_cast<tensor_slot>(k) == output && kept == kn.out && !checkpointed;
                 snap.rows.push_back({module + ": " + kn.what, where, handed_on ? 1 : layers, kept});
             }
         }

@@ -85,8 +85,8 @@ struct enum_names<attention_kernel> {
 template <>
 struct enum_names<quantization> {
     static constexpr std::string_view what = "quantization";
-    static constexpr std::array<std::pair<quantization, std::string_view>, 3> table{
-        {{quantization::none, "none"}, {quantization::nf4, "nf4"}, {quantization::fp4, "fp4"}}};
+    static constexpr std::array<std::pair<quantization, std::string_view>, 4> table{
+        {{quantization::none, "none"}, {quantization::nf4, "nf4"}, {quantization::fp4, "fp4"}, {quantization::int8, "int8"}}};
 };
 
 template <>

@@ -101,13 +101,20 @@ constexpr bytes optimizer_shared_state(optimizer_kind kind, param_tensor largest
 // it, the device's memory does.
 constexpr bool pages_state(optimizer_kind kind) { return kind == optimizer_kind::paged_adamw8bit; }
 
-// What bitsandbytes stores for one 4-bit weight of n elements (Params4bit and
-// its QuantState, double quantization): the packed weight, one uint8 absmax
-// per 64 elements, the 16-entry code, the offset, one fp32 absmax per 256
-// absmax and the 256-entry code of that second quantization; each its own
-// allocation (traced on an H200: tests/data/qlora-h200.jsonl).
-constexpr detail::static_vector<bytes, 6> quantized_weight_tensors(std::uint64_t n) {
+// What bitsandbytes stores for one quantized weight, each its own allocation.
+// 4-bit (Params4bit and its QuantState, double quantization): the packed
+// weight, one uint8 absmax per 64 elements, the 16-entry code, the offset, one
+// fp32 absmax per 256 absmax and the 256-entry code of that second
+// quantization (traced on an H200: tests/data/qlora-h200.jsonl).
+// LLM.int8 (Int8Params): the int8 weight and one fp32 scale per output row, SCB.
+constexpr detail::static_vector<bytes, 6> quantized_weight_tensors(quantization q, param_tensor weight) {
     detail::static_vector<bytes, 6> parts;
+    const std::uint64_t n = weight.numel();
+    if (q == quantization::int8) {
+        parts.push_back(n * size_of(dtype::int8));
+        parts.push_back(weight.rows * size_of(dtype::fp32));
+        return parts;
+    }
     const std::uint64_t blocks = detail::ceil_div(n, 64);
     parts.push_back(detail::ceil_div(n, 2) * size_of(dtype::uint8));
     parts.push_back(blocks * size_of(dtype::uint8));

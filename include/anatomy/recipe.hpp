@@ -63,8 +63,12 @@ enum class offload_device { cpu, nvme };
 
 // A quantized base (bitsandbytes, as transformers' BitsAndBytesConfig loads
 // it): every linear but the head's stored in 4 bits (NF4 or FP4, double
-// quantization, bf16 compute), dequantized per matmul.
-enum class quantization { none, nf4, fp4 };
+// quantization, bf16 compute), dequantized per matmul; or in 8 bits with a
+// scale per output row (LLM.int8, load_in_8bit, outlier threshold 6.0),
+// multiplied as int8.
+enum class quantization { none, nf4, fp4, int8 };
+
+constexpr bool is_4bit(quantization q) { return q == quantization::nf4 || q == quantization::fp4; }
 
 // peft creates LoRA adapters in fp32 and keeps them there over half base
 // weights (get_peft_model's autocast_adapter_dtype=True).
@@ -103,7 +107,7 @@ struct recipe {
     // A 4-bit base. Training it is QLoRA: peft's prepare_model_for_kbit_training
     // casts the unquantized parameters to fp32, so `weights` is fp32 then.
     quantization quantize = quantization::none;
-    dtype quant_compute = dtype::bf16;  // bnb_4bit_compute_dtype
+    dtype quant_compute = dtype::bf16;  // bnb_4bit_compute_dtype (LLM.int8 computes in the input's dtype)
     bool inference = false;
     bool kv_cache = false;  // inference with use_cache=True
     // torch.compile(model), default mode (inductor): fused kernels, and
@@ -168,9 +172,9 @@ constexpr void validate(const recipe& r) {
     detail::require(r.lora.enabled() || r.lora.target_count() == 0,
                     "anatomy::validate(recipe): LoRA targets need a rank > 0");
     detail::require(r.quantize == quantization::none || r.inference || r.lora.enabled(),
-                    "anatomy::validate(recipe): 4-bit weights take no gradient; train a quantized base with LoRA (QLoRA)");
+                    "anatomy::validate(recipe): quantized weights take no gradient; train a quantized base with LoRA (QLoRA)");
     detail::require(r.quantize == quantization::none || r.inference || r.weights == dtype::fp32,
-                    "anatomy::validate(recipe): QLoRA's prepare_model_for_kbit_training keeps the unquantized "
+                    "anatomy::validate(recipe): peft's prepare_model_for_kbit_training keeps the unquantized "
                     "parameters in fp32; pass weights fp32");
     detail::require(r.quantize == quantization::none || (r.parallel == parallelism::none && r.autocast == autocast_mode::off),
                     "anatomy::validate(recipe): a quantized base is modelled on one GPU without autocast");

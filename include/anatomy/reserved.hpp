@@ -23,7 +23,7 @@ constexpr void build_model(const op_graph& graph, const recipe& r, caching_alloc
             for (const op& o : graph.stages[i].ops) {
                 if (r.offload == offload_target::params) continue;  // kept in CPU memory
                 if (quantized_weight(o, r)) {
-                    for (bytes part : quantized_weight_tensors(o.weight.numel())) a.allocate(part, tensor_owner::model);
+                    for (bytes part : quantized_weight_tensors(r.quantize, o.weight)) a.allocate(part, tensor_owner::model);
                 } else if (!o.tied && !o.weight.empty()) {
                     a.allocate(weight_shard(o.weight, r).numel() * size_of(r.weights), tensor_owner::model);
                 }

@@ -256,6 +256,26 @@ public:
         return live;
     }
 
+    // After backward(): the saved inputs only the autograd graph still keeps
+    // (kernel::saved_with_graph). end_graph frees them now; hand_over_graph
+    // gives each to f(bytes, block), for the caller to free when the graph
+    // dies, and counts them live until then.
+    constexpr void end_graph(live_bytes& live) {
+        hand_over_graph([&](bytes size, block_id block) { live.sub(size, block); });
+    }
+    template <class F>
+    constexpr void hand_over_graph(F&& f) {
+        for (std::size_t g = 0; g < graph_kept_count_; ++g) {
+            const tensor_slot r = graph_kept_[g];
+            const std::size_t i = index_of(r);
+            --saved_[i];
+            if (freed_[i] || readers_[i] > 0 || saved_[i] > 0 || kept(r)) continue;
+            freed_[i] = true;
+            f(size_of_slot(r), blocks_.tensor[i]);
+        }
+        graph_kept_count_ = 0;
+    }
+
     // Reports every allocation and free of the next forward() or backward().
     constexpr void observe(caching_allocator* allocator) { allocator_ = allocator; }
 
@@ -293,6 +313,10 @@ private:
         for (std::size_t j = 0; j < 3; ++j) {
             if (k.in[j] == no_slot || !(k.saves_inputs >> j & 1u)) continue;
             const tensor_slot r = root_of(k.in[j]);
+            if (k.saved_with_graph) {
+                graph_kept_[graph_kept_count_++] = r;
+                continue;
+            }
             --saved_[index_of(r)];
             release_if_dead(r, live);
         }
@@ -325,6 +349,8 @@ private:
     walk_blocks blocks_{};
     bytes forward_scoped_{};
     caching_allocator* allocator_ = nullptr;
+    std::array<tensor_slot, 3 * max_kernels_per_stage> graph_kept_{};
+    std::size_t graph_kept_count_ = 0;
     bool saving_ = false;
     bool input_freed_ = false;
     bool input_pinned_only_ = false;

@@ -43,7 +43,9 @@ model_spec model_named(const std::string& config, const std::string& configs) {
 
 recipe recipe_of(const nlohmann::json& spec) {
     recipe r{};
-    if (spec.value("weights", "fp32") == "bf16") r.weights = dtype::bf16;
+    const std::string weights = spec.value("weights", "fp32");
+    if (weights == "bf16") r.weights = dtype::bf16;
+    if (weights == "fp16") r.weights = dtype::fp16;
     const std::string amp = spec.value("amp", "");
     if (amp == "fp16") r.autocast = autocast_mode::fp16;
     if (amp == "bf16") r.autocast = autocast_mode::bf16;
@@ -84,10 +86,13 @@ recipe recipe_of(const nlohmann::json& spec) {
         if (offload == "offopt") r.offload = offload_target::optimizer;
         if (offload == "offall") r.offload = offload_target::params;
     }
-    // QLoRA: a 4-bit NF4 base, the rest cast to fp32 by prepare_model_for_kbit_training
-    // (which the NF4 inference cases skip).
-    if (spec.value("qlora", false)) {
-        r.quantize = quantization::nf4;
+    // A quantized base: the QLoRA file's `qlora` is NF4, the LLM.int8 file says
+    // `quant`. The rest is cast to fp32 by prepare_model_for_kbit_training,
+    // which the inference cases skip.
+    const bool nf4 = spec.contains("qlora") && spec.at("qlora").is_boolean() && spec.at("qlora").get<bool>();
+    const std::string quant = spec.value("quant", nf4 ? "nf4" : "");
+    if (!quant.empty()) {
+        r.quantize = quant == "int8" ? quantization::int8 : quantization::nf4;
         if (spec.value("kbit_prepare", true)) r.weights = dtype::fp32;
     }
     return r;
@@ -172,9 +177,9 @@ TEST_CASE("cases the model was not built on meet the same bar", "[calibration]")
     const auto cases = load_cases(ANATOMY_EXTRA_CASES_FILE, deferred);
     REQUIRE(cases.size() == 12);
     const auto [median, max] = peak_errors(cases);
-    // Achieved: median 0.12 %, max 0.54 %.
-    CHECK(median <= 0.0015);
-    CHECK(max <= 0.006);
+    // Achieved: median 0.10 %, max 0.28 % (bert-base eager).
+    CHECK(median <= 0.0012);
+    CHECK(max <= 0.003);
 }
 
 TEST_CASE("the newer families match their H200 measurements", "[calibration][families]") {
@@ -227,9 +232,28 @@ TEST_CASE("QLoRA steps match their H200 measurements", "[calibration][qlora]") {
     const auto cases = load_fresh_process_cases(ANATOMY_QLORA_FILE);
     REQUIRE(cases.size() == 5);  // 3 QLoRA steps, 2 NF4 inference (with and without the cache)
     const auto [median, max] = peak_errors(cases);
-    // Achieved: median 0.78 %, max 2.60 % (low: rank 16 on all seven projections of tinyllama).
-    CHECK(median <= 0.009);
-    CHECK(max <= 0.027);
+    // Achieved: median 0.09 %, max 0.88 % (tinyllama NF4 inference with the cache, low).
+    CHECK(median <= 0.0011);
+    CHECK(max <= 0.009);
+}
+
+TEST_CASE("LLM.int8 steps match their H200 measurements", "[calibration][qlora]") {
+    // load_in_8bit (threshold 6.0), each in a process of its own: inference with
+    // and without the cache (tinyllama, llama-3.2-1b, qwen2.5 in fp16), and LoRA
+    // after prepare_model_for_kbit_training (tinyllama with and without
+    // checkpointing, qwen2.5 on all seven projections, qwen3, llama-3.2-1b):
+    // bench/torch_reference/cases/int8.json and int8-check.json.
+    const auto cases = load_fresh_process_cases(ANATOMY_INT8_FILE);
+    REQUIRE(cases.size() == 9);
+    const auto [median, max] = peak_errors(cases);
+    for (const auto& c : cases) {
+        INFO(c.name);
+        CHECK(c.training.quantize == quantization::int8);
+    }
+    // Achieved: median 0.26 %, max 0.85 % (low: tinyllama LoRA under checkpointing;
+    // the outlier columns bitsandbytes keeps, 40 MB there, are data and not modelled).
+    CHECK(median <= 0.003);
+    CHECK(max <= 0.009);
 }
 
 TEST_CASE("torch.compile'd steps match their H200 measurements", "[calibration][compile]") {

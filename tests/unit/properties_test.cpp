@@ -1,6 +1,6 @@
 // Properties every estimate keeps, over the presets (those up to 1.6 B
-// parameters, so that the allocator replays stay quick) and six recipes, two
-// of them torch.compile'd (where it is modelled):
+// parameters, so that the allocator replays stay quick) and eight recipes, two
+// of them torch.compile'd (where it is modelled), two LLM.int8 with LoRA:
 // the peak never falls as the batch grows, and the allocator replay never
 // reserves less than the analytic peak.
 #include <anatomy/estimate.hpp>
@@ -14,18 +14,35 @@
 
 using namespace anatomy;
 
+namespace {
+
+// The module name of a model's first linear inside its repeated layers.
+std::string_view first_layer_linear(const model_spec& spec) {
+    for (const stage& st : lower(spec).stages)
+        for (const op& o : st.ops)
+            if (st.block && o.kind == op_kind::linear) return o.module.name;
+    return {};
+}
+
+}  // namespace
+
 TEST_CASE("the peak grows with the batch and the replay reserves at least the peak", "[properties]") {
-    const std::array recipes = {recipe{.weights = dtype::bf16}, recipe{.weights = dtype::bf16, .grad_checkpointing = true},
+    std::array recipes = {recipe{.weights = dtype::bf16}, recipe{.weights = dtype::bf16, .grad_checkpointing = true},
                                 recipe{.autocast = autocast_mode::bf16},
                                 recipe{.weights = dtype::bf16, .optimizer = optimizer_kind::none, .inference = true,
                                        .kv_cache = true},
                                 recipe{.weights = dtype::bf16, .compile = true},
-                                recipe{.autocast = autocast_mode::bf16, .grad_checkpointing = true, .compile = true}};
+                                recipe{.autocast = autocast_mode::bf16, .grad_checkpointing = true, .compile = true},
+                                recipe{.lora = {.rank = 8}, .quantize = quantization::int8},
+                                recipe{.grad_checkpointing = true, .lora = {.rank = 8}, .quantize = quantization::int8}};
     std::size_t checked = 0;
     for (const auto& p : presets::all) {
         if (parameter_count(lower(p.spec)) > 1'600'000'000ULL) continue;
         const bool compilable = !p.spec.experts.enabled() && !p.spec.attention.latent() &&
                                 p.spec.stack != stack_kind::encoder_decoder;
+        // The last two recipes: LLM.int8 with LoRA on the first linear of a layer.
+        recipes[recipes.size() - 2].lora.targets[0] = first_layer_linear(p.spec);
+        recipes[recipes.size() - 1].lora.targets[0] = first_layer_linear(p.spec);
         for (std::size_t k = 0; k < recipes.size(); ++k) {
             if (recipes[k].compile && !compilable) continue;
             INFO(p.name << ", recipe " << k);
@@ -40,5 +57,5 @@ TEST_CASE("the peak grows with the batch and the replay reserves at least the pe
             }
         }
     }
-    CHECK(checked >= 450);
+    CHECK(checked >= 700);
 }

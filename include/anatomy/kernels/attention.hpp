@@ -97,7 +97,7 @@ constexpr tensor_slot math_attention(kernel_builder& b, const op& o, tensor_slot
     tensor_slot w = b.compute("bmm", b.tensor(scores, t), t, {q_s, k_s, no_slot}, 0b11);
     if (b.m.attention.positions == position_kind::relative_bias || o.causal || sdpa_masked(b, o))
         w = b.compute("add", b.tensor(scores, t), t, {w, no_slot, no_slot}, 0);
-    const tensor_slot softmax = b.compute("_safe_softmax", b.tensor(scores, sm), sm, {w, no_slot, no_slot}, 0, true);
+    const tensor_slot softmax = b.softmax("_safe_softmax", b.tensor(scores, sm), sm, w);
     const tensor_slot probs = b.cast(dropout_kernel(b, softmax, scores, o.dropout), scores, t);
     tensor_slot ctx = b.compute("bmm", heads_bytes(b, a.rows, a.heads, a.v_head_dim, t), t, {probs, v_c, no_slot}, 0b11);
     if (compiled_encoder(b, o) && b.at(ctx).requires_grad) {
@@ -188,7 +188,7 @@ constexpr tensor_slot eager_attention(kernel_builder& b, const op& o, tensor_slo
         w = b.push(cat);
         w = b.compute("sub", b.tensor(with_sink, st), st, {w, no_slot, no_slot}, 0, false,
                       b.tensor(checked_mul(checked_mul(a.batch, a.heads), a.q_seq), dtype::int64));
-        tensor_slot probs = b.compute("softmax", b.tensor(with_sink, st), st, {w, no_slot, no_slot}, 0, true);
+        tensor_slot probs = b.softmax("softmax", b.tensor(with_sink, st), st, w);
         probs = dropout_kernel(b, probs, scores, o.dropout);
         const tensor_slot ctx = b.compute("matmul", heads_bytes(b, a.rows, a.heads, a.v_head_dim, st), st,
                                           {probs, v_c, no_slot}, 0b11);
@@ -197,7 +197,7 @@ constexpr tensor_slot eager_attention(kernel_builder& b, const op& o, tensor_slo
     // Llama-style code and T5 take the softmax in fp32; BERT and GPT-2 get
     // fp32 only from autocast.
     const dtype sm = part.eager_softmax_fp32 ? dtype::fp32 : b.fp32_list_type(b.type_of(w));
-    tensor_slot probs = b.compute("softmax", b.tensor(scores, sm), sm, {b.cast(w, scores, sm), no_slot, no_slot}, 0, true);
+    tensor_slot probs = b.softmax("softmax", b.tensor(scores, sm), sm, b.cast(w, scores, sm));
     const dtype pt = part.eager_upcast_qk ? b.type_of(v_c) : b.matmul_type(b.type_of(q));
     probs = b.cast(probs, scores, b.matmul_type(pt));
     probs = dropout_kernel(b, probs, scores, o.dropout);

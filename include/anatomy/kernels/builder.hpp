@@ -147,6 +147,16 @@ public:
         }
         return push(k);
     }
+    // softmax (or _safe_softmax) over `x`, its output kept for backward.
+    // CUDA's softmax backward first multiplies the gradient by the output
+    // into a temporary (SoftMax.cu: tmp = grad * output), alive beside the
+    // input gradient (traced: two score-sized tensors under
+    // SafeSoftmaxBackward0 and SoftmaxBackward0). log_softmax has none.
+    constexpr tensor_slot softmax(const char* what, bytes out, dtype t, tensor_slot x) {
+        const tensor_slot y = compute(what, out, t, {x, no_slot, no_slot}, 0, true);
+        if (at(y).requires_grad) at(y).backward_workspace = out;
+        return y;
+    }
     // An elementwise kernel over `count` elements of `x`'s dtype.
     constexpr tensor_slot pointwise(const char* what, tensor_slot x, std::uint64_t count, std::uint8_t saves = 0,
                                     bool saves_output = false) {

@@ -36,7 +36,7 @@ constexpr tensor_slot expand_router(kernel_builder& b, const op& o) {
         // load_balancing_loss_func: softmax(router_logits) in their dtype, kept
         // for its backward; the output keeps the logits (a plain loop).
         b.at(logits).held = keeps_outputs(b.r);
-        (void)b.compute("softmax", b.tensor(scores, t), t, {logits, no_slot, no_slot}, 0, true);
+        (void)b.softmax("softmax", b.tensor(scores, t), t, logits);
     }
     if (e.dense_dispatch) {
         // Llama 4: top-k logits scattered into a -inf [tokens, experts], then
@@ -52,11 +52,13 @@ constexpr tensor_slot expand_router(kernel_builder& b, const op& o) {
         // gpt-oss: top-k of the logits, then a softmax over those k, in their dtype.
         const tensor_slot top = b.compute("topk", b.tensor(picked, t), t, {logits, no_slot, no_slot}, 0, false,
                                           b.tensor(picked, dtype::int64));
-        return b.compute("softmax", b.tensor(picked, t), t, {top, no_slot, no_slot}, 0, true);
+        return b.softmax("softmax", b.tensor(picked, t), t, top);
     }
     // softmax (or sigmoid) in fp32, kept for backward; top-k values and indices.
-    const tensor_slot probs = b.compute(e.scoring == router_scoring::softmax ? "softmax" : "sigmoid",
-                                        b.tensor(scores, dtype::fp32), dtype::fp32, {logits, no_slot, no_slot}, 0, true);
+    const tensor_slot probs =
+        e.scoring == router_scoring::softmax
+            ? b.softmax("softmax", b.tensor(scores, dtype::fp32), dtype::fp32, logits)
+            : b.compute("sigmoid", b.tensor(scores, dtype::fp32), dtype::fp32, {logits, no_slot, no_slot}, 0, true);
     const tensor_slot top = b.compute("topk", b.tensor(picked, dtype::fp32), dtype::fp32, {probs, no_slot, no_slot}, 0,
                                       false, b.tensor(picked, dtype::int64));
     const tensor_slot normed = b.pointwise("div", top, picked);

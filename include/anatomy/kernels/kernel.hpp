@@ -29,6 +29,9 @@ struct kernel {
     bool requires_grad;
     std::array<tensor_slot, 3> in;  // no_slot where unused
     std::uint8_t saves_inputs;  // bit i: autograd keeps in[i] for backward
+    // Its saved inputs outlive its backward, until the autograd graph dies
+    // (bitsandbytes' MatMul8bitLt keeps x as ctx.tensors, not saved tensors).
+    bool saved_with_graph;
     bool saves_output;
     bytes saved_extra;         // new tensors kept only for backward: masks, statistics
     bytes workspace;           // freed before the kernel returns

@@ -66,7 +66,7 @@ constexpr tensor_slot lora_branch(kernel_builder& b, const op& o, tensor_slot x,
 // dequantized for the call (and again in backward), the output cast back to
 // x's dtype. It keeps nothing for backward: the base is frozen (traced: the
 // dequantized weight and two fp32 absmax are the transients).
-constexpr tensor_slot quantized_linear(kernel_builder& b, const op& o, tensor_slot x) {
+constexpr tensor_slot linear_4bit(kernel_builder& b, const op& o, tensor_slot x) {
     const std::uint64_t n = b.rows(o.rows);
     const dtype t = b.r.quant_compute;
     const tensor_slot x_c = b.cast(x, checked_mul(n, o.in_width), t);
@@ -82,13 +82,47 @@ constexpr tensor_slot quantized_linear(kernel_builder& b, const op& o, tensor_sl
     return y;
 }
 
+// bitsandbytes' LLM.int8 (MatMul8bitLt, threshold 6.0, 0.50). Forward:
+// - int8_vectorwise_quant of x.to(fp16): int8 rows and one fp32 scale per
+//   row, found with x.abs() >= 6 (an fp16 copy and a bool mask, transients);
+// - int8_scaled_mm: an int32 product, dequantized into fp16, then cast to x's
+//   dtype (the three alive at once: traced, 738 MB on tinyllama's up_proj);
+// - the outlier columns' fp16 matmul, a few kilobytes traced, is left out.
+// It keeps x itself for backward when x needs a gradient, as ctx.tensors:
+// x outlives this backward, until the graph dies (traced: under reentrant
+// checkpointing the layer's int8 inputs live through its whole backward).
+// Backward dequantizes the weight into x's dtype. The base is frozen.
+constexpr tensor_slot int8_linear(kernel_builder& b, const op& o, tensor_slot x) {
+    const std::uint64_t n = b.rows(o.rows);
+    const std::uint64_t in = checked_mul(n, o.in_width);
+    const std::uint64_t out = checked_mul(n, o.out_width);
+    const dtype t = b.type_of(x);
+    const bool casts = t != dtype::fp16;  // .to(fp16) is x itself when x is fp16
+    kernel quant = b.make("int8_vectorwise_quant", b.tensor(in, dtype::int8) + b.tensor(n, dtype::fp32), dtype::int8,
+                          {x, no_slot, no_slot});
+    quant.workspace = (casts ? b.tensor(in, dtype::fp16) : bytes{}) + b.tensor(in, dtype::fp16) + b.tensor(in, dtype::boolean);
+    const tensor_slot quantized = b.push(quant);
+    kernel mm = b.make("int8_mixed_scaled_mm", b.tensor(out, t), t, {x, quantized, no_slot});
+    mm.workspace = b.tensor(out, dtype::int32) + (casts ? b.tensor(out, dtype::fp16) : bytes{});
+    mm.requires_grad = b.grad_of(x);
+    mm.saves_inputs = mm.requires_grad ? 1 : 0;
+    mm.saved_with_graph = true;
+    mm.grad_inputs = mm.requires_grad ? 1 : 0;
+    mm.backward_workspace = b.tensor(o.weight.numel(), t) + b.tensor(o.out_width, dtype::fp32);
+    return b.push(mm);
+}
+
 constexpr tensor_slot expand_linear(kernel_builder& b, const op& o) {
     const tensor_slot x = b.slot_of(o.inputs[0]);
     const std::uint64_t n = b.rows(o.rows);
     const bool adapted = b.r.lora.enabled() && b.r.lora.targets_module(o.module);
-    if (b.r.quantize != quantization::none && !o.full_precision) {
-        const tensor_slot y = quantized_linear(b, o, x);
-        // peft's bnb LoRA layer clones the base output before adding its branch.
+    if (b.r.quantize == quantization::int8 && !o.full_precision) {
+        const tensor_slot y = int8_linear(b, o, x);
+        return adapted ? lora_branch(b, o, x, y) : y;
+    }
+    if (is_4bit(b.r.quantize) && !o.full_precision) {
+        const tensor_slot y = linear_4bit(b, o, x);
+        // peft's 4-bit LoRA layer clones the base output before adding its branch.
         return adapted ? lora_branch(b, o, x, b.pointwise("clone", y, b.elements(o.rows, o.out_width))) : y;
     }
     const bool weight_grad = b.trainable(o);
