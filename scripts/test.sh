@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test: first a warnings-as-
-# errors build, then the same tests under AddressSanitizer + UBSan.
+# errors build, then the same tests under AddressSanitizer + UBSan, then each
+# libFuzzer target for 30 seconds (scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,3 +20,4 @@ cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=Debug -DANATOMY_WERROR=ON \
 cmake --build build-sanitize -j "$jobs"
 # Compiler-driven and consumer tests compile code; they ran in the first build.
 ctest --test-dir build-sanitize --output-on-failure -j "$jobs" -E '^(compile_fail|compile_pass|consumer)\.'
+bash scripts/fuzz.sh

@@ -76,7 +76,9 @@ struct request {
     std::vector<std::string> lora_targets;
     shape s{};
     bytes budget{};
-    std::optional<gpu_spec> gpu;
+    std::optional<device_profile> gpu;  // --gpu: the card to fit on
+    // The device the step runs on: --gpu's, else the measured H200.
+    const device_profile& device() const { return gpu ? *gpu : devices::h200; }
 
     // The recipe views this request's strings: use it while the request lives.
     recipe make_recipe() const {
@@ -137,8 +139,18 @@ inline dtype parse_dtype(std::string_view flag, std::string_view text) {
 
 inline std::string gpu_names() {
     std::string out;
-    for (const gpu_spec& g : gpus) out += fmt::format("{}{}", out.empty() ? "" : ", ", g.name);
+    for (const device_profile& g : device_profiles) out += fmt::format("{}{}", out.empty() ? "" : ", ", g.name);
     return out;
+}
+
+// --gpu NAME, ignoring case; a prefix names the one card it starts.
+inline device_profile parse_gpu(const std::string& name) {
+    const device_matches m = find_devices(name);
+    if (m.count == 1) return *m.found[0];
+    if (m.count == 0) usage("--gpu: unknown card \"{}\"; choose one of {}", shorten(name), gpu_names());
+    std::string names;
+    for (std::size_t i = 0; i < m.count; ++i) names += fmt::format("{}{}", i == 0 ? "" : ", ", m.found[i]->name);
+    usage("--gpu: \"{}\" is ambiguous: it matches {}; name one", shorten(name), names);
 }
 
 inline std::string preset_names() {
@@ -254,8 +266,8 @@ inline bool wants_llmc(const raw_options& o) {
 
 // --budget SIZE or --gpu NAME. A card's budget is its total minus `overhead`:
 // what the process holds before its first buffer.
-inline void read_budget(const raw_options& o, bytes& budget, std::optional<gpu_spec>& gpu,
-                        const std::function<bytes(const gpu_spec&)>& overhead) {
+inline void read_budget(const raw_options& o, bytes& budget, std::optional<device_profile>& gpu,
+                        const std::function<bytes(const device_profile&)>& overhead) {
     if (!o.budget.empty()) {
         try {
             budget = parse_bytes(o.budget);
@@ -267,8 +279,7 @@ inline void read_budget(const raw_options& o, bytes& budget, std::optional<gpu_s
         if (budget.count == 0) usage("--budget: must be > 0, got \"{}\"", shorten(o.budget));
     }
     if (!o.gpu.empty()) {
-        gpu = find_gpu(o.gpu);
-        if (!gpu) usage("--gpu: unknown card \"{}\"; choose one of {}", shorten(o.gpu), gpu_names());
+        gpu = parse_gpu(o.gpu);
         if (!o.budget.empty())
             usage("--gpu and --budget exclude each other: --gpu {} sets the budget to the card minus its context",
                   o.gpu);
@@ -428,7 +439,7 @@ inline request build_request(const raw_options& o, bool with_batch) {
     const bool has_num_labels = !o.num_labels.empty();
     const std::uint64_t num_labels = has_num_labels ? parse_count("--num-labels", o.num_labels) : 0;
     q.base = build_recipe(o, q.lora_targets);
-    read_budget(o, q.budget, q.gpu, [](const gpu_spec& g) { return g.context; });
+    read_budget(o, q.budget, q.gpu, [](const device_profile& g) { return g.context; });
     if (!o.model.empty()) {
         const std::optional<model_spec> preset = presets::find(o.model);
         if (!preset)
@@ -495,6 +506,11 @@ inline request build_request(const raw_options& o, bool with_batch) {
     } catch (const anatomy::error& e) {
         input("{}: {}", q.model_name, without_prefix(e.what()));
     }
+    if (uses_bf16(q.base) && !q.device().has_bf16())
+        input("--gpu {}: compute capability {}.{} has no bf16 kernels (they need 8.0); use --weights fp16 or fp32 "
+              "(the bf16 came from {})",
+              q.device().name, q.device().major, q.device().minor,
+              q.base.autocast == autocast_mode::bf16 ? "--autocast" : q.base.weights == dtype::bf16 ? q.weights_from : "--quantize");
     if (q.base.lora.enabled()) {
         const op_graph graph = lower(q.model);
         for (const std::string& target : q.lora_targets) {
@@ -531,8 +547,8 @@ struct estimate_result {
 
 // What the step takes of the card: the allocator's reserved memory, the
 // cuBLAS workspaces, and a paged optimizer's managed memory.
-inline bytes device_need(const estimate_result& x, const recipe& r) {
-    return x.replay.peak_reserved + cublas_workspace(r) + x.e.managed;
+inline bytes device_need(const request& q, const estimate_result& x) {
+    return x.replay.peak_reserved + cublas_workspace(q.make_recipe(), q.device()) + x.e.managed;
 }
 
 [[noreturn]] inline void overflowed(const request& q, bool with_batch) {
@@ -546,7 +562,7 @@ inline estimate_result run_estimate(const request& q, const shape& s, bool with_
         // bytes arithmetic is checked, so count them as bytes.
         (void)(s.batch * (s.seq * B) + s.batch * (target_length(s) * B));
         const recipe r = q.make_recipe();
-        return {estimate(q.model, r, s), replay_allocator(q.model, r, s)};
+        return {estimate(q.model, r, s, q.device()), replay_allocator(q.model, r, s, {}, q.device())};
     } catch (const overflow_error&) {
         overflowed(q, with_batch);
     } catch (const anatomy::error& e) {
@@ -690,25 +706,24 @@ inline bool step_fits(const request& q, const estimate_result& x) {
     const bytes managed = q.gpu ? x.e.managed : bytes{};
     if (managed >= q.budget) return false;
     try {
-        return fits_under(q.model, q.make_recipe(), q.s, q.budget - managed);
+        return fits_under(q.model, q.make_recipe(), q.s, q.budget - managed, q.device());
     } catch (const overflow_error&) {
         return false;
     }
 }
 
 inline void print_fit(std::ostream& out, const request& q, const estimate_result& x) {
-    const recipe r = q.make_recipe();
-    const bytes needed = device_need(x, r);
+    const bytes needed = device_need(q, x);
     const std::string where = q.gpu ? fmt::format("{} ({} total, context {})", q.gpu->name, q.gpu->total, q.gpu->context)
                                     : fmt::format("budget {}", q.budget);
     out << fmt::format("\n{}: needs {} = reserved {} + cuBLAS workspaces {}; {}\n", where, needed,
-                       x.replay.peak_reserved, cublas_workspace(r),
+                       x.replay.peak_reserved, cublas_workspace(q.make_recipe(), q.device()),
                        step_fits(q, x) ? "fits (as max-batch tests it: the allocator replayed under the cap)"
                                        : "does not fit (as max-batch tests it: the allocator replayed under the cap)");
 }
 
 inline void print_explain(std::ostream& out, const request& q) {
-    const memory_snapshot snap = explain(q.model, q.make_recipe(), q.s);
+    const memory_snapshot snap = explain(q.model, q.make_recipe(), q.s, q.device());
     out << fmt::format("\npredicted snapshot: the {} phase peaks at {}\n", snap.phase, snap.estimate.peak);
     out << fmt::format("{:<56}{:<28}{:>6}{:>14}{:>14}\n", "tensor", "where", "count", "each MiB", "total MiB");
     for (const snapshot_row& row : snap.rows)
@@ -717,7 +732,7 @@ inline void print_explain(std::ostream& out, const request& q) {
 }
 
 inline ojson explain_json(const request& q) {
-    const memory_snapshot snap = explain(q.model, q.make_recipe(), q.s);
+    const memory_snapshot snap = explain(q.model, q.make_recipe(), q.s, q.device());
     ojson rows = ojson::array();
     for (const snapshot_row& row : snap.rows)
         rows.push_back(ojson{{"what", row.what}, {"where", row.where}, {"count", row.count},
@@ -726,10 +741,23 @@ inline ojson explain_json(const request& q) {
 }
 
 inline ojson gpu_json(const request& q, const estimate_result& x) {
-    const bytes needed = device_need(x, q.make_recipe());
-    return ojson{{"name", q.gpu->name},          {"total_bytes", q.gpu->total.count},
-                 {"context_bytes", q.gpu->context.count}, {"budget_bytes", q.budget.count},
-                 {"needed_bytes", needed.count}, {"fits", step_fits(q, x)}};
+    const bytes needed = device_need(q, x);
+    const device_profile& d = *q.gpu;
+    return ojson{{"name", d.name},
+                 {"compute_capability", fmt::format("{}.{}", d.major, d.minor)},
+                 {"sms", d.sms},
+                 {"total_bytes", d.total.count},
+                 {"context_bytes", d.context.count},
+                 {"cublas_workspace_bytes", cublas_workspace(q.make_recipe(), d).count},
+                 // where each figure comes from: measured on the card, or not
+                 {"sources", ojson{{"total", name_of(d.total_from)},
+                                   {"context", name_of(d.context_from)},
+                                   {"sms", name_of(figure_source::public_reports)},
+                                   {"cublas_workspace", name_of(d.kernels_from)},
+                                   {"sdpa_backend", name_of(d.kernels_from)}}},
+                 {"budget_bytes", q.budget.count},
+                 {"needed_bytes", needed.count},
+                 {"fits", step_fits(q, x)}};
 }
 
 inline ojson spec_json(const model_spec& m) {
@@ -839,7 +867,7 @@ inline void cmd_estimate(const raw_options& o, std::ostream& out) {
             j["fits"] = step_fits(q, e);
         }
         if (o.explain) j["explain"] = explain_json(q);
-        out << j.dump(2) << '\n';
+        out << json_text(j) << '\n';
         return;
     }
     print_header(out, q, true);
@@ -857,8 +885,10 @@ inline void cmd_max_batch(const raw_options& o, std::ostream& out) {
         // first; a --budget is the allocator's cap, which it does not touch.
         shape one = q.s;
         one.batch = 1;
-        const bytes managed = q.gpu ? estimate(q.model, q.make_recipe(), one).managed : bytes{};
-        best = managed >= q.budget ? 0 : max_batch(q.model, q.make_recipe(), q.s, q.budget - managed);
+        const bytes managed = q.gpu ? estimate(q.model, q.make_recipe(), one, q.device()).managed : bytes{};
+        best = managed >= q.budget ? 0
+                                   : max_batch(q.model, q.make_recipe(), q.s, q.budget - managed, max_batch_search_limit,
+                                               q.device());
     } catch (const overflow_error&) {
         overflowed(q, false);
     } catch (const anatomy::error& e) {
@@ -879,7 +909,7 @@ inline void cmd_max_batch(const raw_options& o, std::ostream& out) {
         j["at_batch"] = at.batch;
         add_estimate_json(j, e);
         if (q.gpu) j["gpu"] = gpu_json(q, e);
-        out << j.dump(2) << '\n';
+        out << json_text(j) << '\n';
         return;
     }
     print_header(out, q, false);
@@ -888,7 +918,7 @@ inline void cmd_max_batch(const raw_options& o, std::ostream& out) {
                        q.gpu ? fmt::format(": {} minus its CUDA context", q.gpu->name) : std::string());
     if (best == 0) {
         out << fmt::format("max batch 0: even batch 1 does not fit; it needs {} ({} bytes) > {}\n",
-                           device_need(e, q.make_recipe()), grouped(device_need(e, q.make_recipe()).count), q.budget);
+                           device_need(q, e), grouped(device_need(q, e).count), q.budget);
     } else {
         out << fmt::format("max batch {}\n", best);
         if (capped) out << "note: " << cap_note << '\n';
@@ -913,7 +943,7 @@ inline void cmd_presets(bool as_json, std::ostream& out) {
                                grouped(params), grouped(active));
         }
     }
-    if (as_json) out << ojson{{"presets", std::move(list)}}.dump(2) << '\n';
+    if (as_json) out << json_text(ojson{{"presets", std::move(list)}}) << '\n';
 }
 
 inline std::string cli11_message(const CLI::ParseError& e, std::string_view command) {

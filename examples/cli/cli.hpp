@@ -28,7 +28,7 @@ inline int run(const std::vector<std::string>& args, std::ostream& out, std::ost
     const bool json = std::find(args.begin(), args.end(), "--json") != args.end();
     const auto fail = [&](const std::string& message, int status) {
         err << message << '\n';
-        if (json) out << nlohmann::json{{"error", message}, {"exit", status}}.dump(2) << '\n';
+        if (json) out << json_text(nlohmann::json{{"error", message}, {"exit", status}}) << '\n';
         return status;
     };
     try {

@@ -26,12 +26,12 @@ struct llmc_request {
     std::uint64_t batch = 0;
     std::uint64_t seq = 0;
     bytes budget{};
-    std::optional<gpu_spec> gpu;
+    std::optional<device_profile> gpu;
 };
 
 // What llm.c's process holds on `gpu` besides its buffers. Measured on the
 // H200 only; other cards are assumed to take the same.
-inline bytes llmc_overhead(const gpu_spec&, const llmc::run_config& run) { return llmc::h200_process_overhead(run); }
+inline bytes llmc_overhead(const device_profile&, const llmc::run_config& run) { return llmc::h200_process_overhead(run); }
 
 inline llmc_request build_llmc_request(const raw_options& o, bool with_batch) {
     const std::pair<bool, const char*> pytorch_only[] = {
@@ -107,7 +107,7 @@ inline llmc_request build_llmc_request(const raw_options& o, bool with_batch) {
     if (q.seq > q.config.max_seq_len)
         input("--seq {}: llm.c asserts T <= max_seq_len, {} for {}; use --seq {} or less", q.seq,
               q.config.max_seq_len, q.model_name, q.config.max_seq_len);
-    read_budget(o, q.budget, q.gpu, [&](const gpu_spec& g) { return llmc_overhead(g, q.run); });
+    read_budget(o, q.budget, q.gpu, [&](const device_profile& g) { return llmc_overhead(g, q.run); });
     return q;
 }
 
@@ -245,7 +245,7 @@ inline void cmd_estimate_llmc(const raw_options& o, std::ostream& out) {
                                   ? ojson(llmc::printed_max_batch(q.config, q.run, q.batch, q.seq, q.gpu->total - used))
                                   : ojson(nullptr)}};
         }
-        out << j.dump(2) << '\n';
+        out << json_text(j) << '\n';
         return;
     }
     print_llmc_header(out, q, true);
@@ -297,7 +297,7 @@ inline void cmd_max_batch_llmc(const raw_options& o, std::ostream& out) {
             j["gpu"] = ojson{{"name", q.gpu->name},
                              {"total_bytes", q.gpu->total.count},
                              {"process_overhead_bytes", llmc_overhead(*q.gpu, q.run).count}};
-        out << j.dump(2) << '\n';
+        out << json_text(j) << '\n';
         return;
     }
     print_llmc_header(out, q, false);

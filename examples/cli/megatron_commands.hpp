@@ -81,7 +81,7 @@ inline void cmd_estimate_megatron(const raw_options& o, std::ostream& out) {
         j["params_on_rank"] = params;
         j["peak_bytes"] = peak.count;
         j["ledger"] = ojson{{"weights_and_optimizer", state.count}, {"activations", acts.count}};
-        out << j.dump(2) << '\n';
+        out << json_text(j) << '\n';
         return;
     }
     out << fmt::format("{:<10}{} ({}), per micro-batch: batch {}, seq {}\n", "model", q.model_name,

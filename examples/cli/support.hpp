@@ -30,6 +30,14 @@ public:
 inline constexpr int exit_input_error = 1;
 inline constexpr int exit_usage_error = 2;
 
+// JSON output text. Arguments and file names echoed into it need not be
+// UTF-8: invalid bytes become U+FFFD rather than a type_error (found by
+// fuzz_cli: a --model name with byte 0xD7).
+template <class Json>
+std::string json_text(const Json& j) {
+    return j.dump(2, ' ', false, Json::error_handler_t::replace);
+}
+
 // "adamw, adamw-fused, ..., none": every name of an enum, from its one table.
 template <NamedEnum Enum>
 std::string choices(std::string_view separator = ", ") {

@@ -86,6 +86,14 @@ card open_card() {
     check(cudaGetDevice(&device), "cudaGetDevice");
     cudaDeviceProp prop{};
     check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
+#if CUDART_VERSION >= 13000
+    // CUDA 13 dropped Volta: this build has no kernel for sm_70 and no PTX it can take.
+    if (prop.major < 7 || (prop.major == 7 && prop.minor < 5))
+        throw std::runtime_error(fmt::format(
+            "anatomy-validate: this build uses CUDA {}.{}, which has no code for {} (sm_{}{}); rebuild "
+            "with CUDA 12 (CMake then adds sm_70)",
+            CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10, prop.name, prop.major, prop.minor));
+#endif
     std::size_t free = 0, total = 0;
     check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
     return {prop.name, total * B, (total - free) * B};

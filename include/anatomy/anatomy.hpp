@@ -8,7 +8,7 @@
 #include <anatomy/dtype.hpp>
 #include <anatomy/error.hpp>
 #include <anatomy/estimate.hpp>
-#include <anatomy/gpu.hpp>
+#include <anatomy/device.hpp>
 #include <anatomy/graph.hpp>
 #include <anatomy/kernels.hpp>
 #include <anatomy/ledger.hpp>

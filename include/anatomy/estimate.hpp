@@ -5,6 +5,7 @@
 
 #include <anatomy/allocator.hpp>
 #include <anatomy/bytes.hpp>
+#include <anatomy/device.hpp>
 #include <anatomy/graph.hpp>
 #include <anatomy/ledger.hpp>
 #include <anatomy/model.hpp>
@@ -418,13 +419,13 @@ constexpr bool same_input(stage_input_info a, stage_input_info b) {
 
 // Adds the runs of stage i fed by `input`; returns its output.
 constexpr stage_input_info plan_stage(step_plan& plan, const op_graph& graph, std::size_t i, const model_spec& m,
-                                      const recipe& r, const shape& s, stage_input_info input) {
+                                      const recipe& r, const shape& s, const device_profile& d, stage_input_info input) {
     const stage& st = graph.stages[i];
-    stage_handoff out = handoff(expand(st, m, r, s, input, plan.encoder), st);
+    stage_handoff out = handoff(expand(st, m, r, s, d, input, plan.encoder), st);
     if (st.repeat > 1 && !same_input(out.output, input)) {
         plan.add_run({i, input, 1});
         plan.add_run({i, out.output, st.repeat - 1});
-        out = handoff(expand(st, m, r, s, out.output, plan.encoder), st);
+        out = handoff(expand(st, m, r, s, d, out.output, plan.encoder), st);
     } else {
         plan.add_run({i, input, st.repeat});
     }
@@ -433,7 +434,8 @@ constexpr stage_input_info plan_stage(step_plan& plan, const op_graph& graph, st
     return out.output;
 }
 
-constexpr step_plan plan_step(const op_graph& graph, const model_spec& m, const recipe& r, const shape& s) {
+constexpr step_plan plan_step(const op_graph& graph, const model_spec& m, const recipe& r, const shape& s,
+                              const device_profile& d) {
     step_plan plan{};
     stage_input_info previous{};
     const layer_cycle& c = graph.cycle;
@@ -441,21 +443,21 @@ constexpr step_plan plan_step(const op_graph& graph, const model_spec& m, const 
         if (c.times > 1 && i == c.first) {
             const stage_input_info entry = previous;
             std::size_t first = plan.run_count;
-            for (std::size_t j = c.first; j < c.first + c.count; ++j) previous = plan_stage(plan, graph, j, m, r, s, previous);
+            for (std::size_t j = c.first; j < c.first + c.count; ++j) previous = plan_stage(plan, graph, j, m, r, s, d, previous);
             if (same_input(previous, entry)) {
                 plan.add_group(first, c.times);
             } else {
                 plan.add_group(first, 1);
                 first = plan.run_count;
                 for (std::size_t j = c.first; j < c.first + c.count; ++j)
-                    previous = plan_stage(plan, graph, j, m, r, s, previous);
+                    previous = plan_stage(plan, graph, j, m, r, s, d, previous);
                 plan.add_group(first, c.times - 1);
             }
             i += c.count;
             continue;
         }
         const std::size_t first = plan.run_count;
-        previous = plan_stage(plan, graph, i, m, r, s, previous);
+        previous = plan_stage(plan, graph, i, m, r, s, d, previous);
         plan.add_group(first, 1);
         ++i;
     }
@@ -481,8 +483,8 @@ constexpr gradient_reduction reduction(const recipe& r, const stage& st) {
 class step_walker {
 public:
     constexpr step_walker(const op_graph& graph, const model_spec& m, const recipe& r, const shape& s,
-                          caching_allocator* allocator)
-        : graph_(graph), m_(m), r_(r), s_(s), allocator_(allocator), plan_(plan_step(graph, m, r, s)) {}
+                          const device_profile& d, caching_allocator* allocator)
+        : graph_(graph), m_(m), r_(r), s_(s), d_(d), allocator_(allocator), plan_(plan_step(graph, m, r, s, d)) {}
 
     constexpr step_peaks walk(std::int64_t base, bool grads_exist) {
         step_peaks p{};
@@ -510,7 +512,7 @@ private:
         return !r_.inference && r_.grad_checkpointing && graph_.stages[stage_index].block;
     }
     constexpr expansion expanded(const layer_run& run) const {
-        return expand(graph_.stages[run.stage], m_, r_, s_, run.input, plan_.encoder);
+        return expand(graph_.stages[run.stage], m_, r_, s_, d_, run.input, plan_.encoder);
     }
     constexpr tensor_slot output_slot(const layer_run& run, const expansion& ex) const {
         return handoff(ex, graph_.stages[run.stage]).slot;
@@ -740,6 +742,7 @@ private:
     const model_spec& m_;
     const recipe& r_;
     const shape& s_;
+    const device_profile& d_;
     caching_allocator* allocator_;
     step_plan plan_;
     std::int64_t forward_scoped_ = 0;
@@ -754,14 +757,32 @@ private:
 };
 
 constexpr step_peaks walk_step(const op_graph& graph, const model_spec& m, const recipe& r, const shape& s,
-                               std::int64_t base, bool grads_exist, caching_allocator* allocator = nullptr) {
-    return step_walker(graph, m, r, s, allocator).walk(base, grads_exist);
+                               const device_profile& d, std::int64_t base, bool grads_exist,
+                               caching_allocator* allocator = nullptr) {
+    return step_walker(graph, m, r, s, d, allocator).walk(base, grads_exist);
 }
 
 }  // namespace detail
 
-constexpr memory_estimate estimate(const model_spec& model, const recipe& r, const shape& asked) {
+// Whether the step computes in bf16 anywhere.
+constexpr bool uses_bf16(const recipe& r) {
+    return r.weights == dtype::bf16 || r.autocast == autocast_mode::bf16 ||
+           (is_4bit(r.quantize) && r.quant_compute == dtype::bf16);
+}
+
+// A recipe the device cannot run: bf16 needs sm80 (a V100 has none).
+constexpr void validate(const recipe& r, const device_profile& device) {
+    detail::require(!uses_bf16(r) || device.has_bf16(),
+                    "anatomy::estimate: bf16 needs compute capability 8.0 or newer, which this device lacks; "
+                    "use fp16 or fp32 (weights, autocast, quant_compute)");
+}
+
+// `device`: the GPU the step runs on (its SDPA kernels, SM count); the
+// measured H200 by default.
+constexpr memory_estimate estimate(const model_spec& model, const recipe& r, const shape& asked,
+                                   const device_profile& device = devices::h200) {
     validate(r);
+    validate(r, device);
     validate(asked, model);
     detail::require(!r.compile || (!model.experts.enabled() && !model.attention.latent() &&
                                    model.stack != stack_kind::encoder_decoder),
@@ -784,7 +805,7 @@ constexpr memory_estimate estimate(const model_spec& model, const recipe& r, con
     const bytes resident = st.resident_blocks + st.bucket_blocks;
     const bytes gathered = detail::gathered_during_step(st, r);
     const bytes forward_base = (accumulating ? resident + st.gradient_blocks : resident) + gathered;
-    const detail::step_peaks walk = detail::walk_step(graph, model, compute_recipe(r), s,
+    const detail::step_peaks walk = detail::walk_step(graph, model, compute_recipe(r), s, device,
                                                       detail::live_bytes::signed_size(forward_base), accumulating);
 
     e.phases.forward = bytes{static_cast<std::uint64_t>(walk.forward)};

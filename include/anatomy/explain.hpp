@@ -28,9 +28,10 @@ struct memory_snapshot {
 // The tensors alive at the end of the forward pass, when everything backward
 // needs exists, then what the peak adds as one row. An optimizer-step peak
 // is the model state and the step's scratch. Run-time only: it builds strings.
-inline memory_snapshot explain(const model_spec& model, const recipe& r, const shape& s) {
+inline memory_snapshot explain(const model_spec& model, const recipe& r, const shape& s,
+                               const device_profile& device = devices::h200) {
     memory_snapshot snap{};
-    snap.estimate = estimate(model, r, s);
+    snap.estimate = estimate(model, r, s, device);
     const memory_estimate& e = snap.estimate;
     snap.phase = e.peak == e.phases.optimizer && !r.inference ? "optimizer"
                  : e.peak == e.phases.backward && !r.inference ? "backward"
@@ -49,13 +50,13 @@ inline memory_snapshot explain(const model_spec& model, const recipe& r, const s
 
     const shape rs = resolve(s, model);
     const op_graph graph = lower(model);
-    const detail::step_plan plan = detail::plan_step(graph, model, r, rs);
+    const detail::step_plan plan = detail::plan_step(graph, model, r, rs, device);
     for (std::size_t g = 0; g < plan.group_count; ++g) {
         const detail::run_group& group = plan.groups[g];
         for (std::size_t i = group.first; i < group.first + group.count; ++i) {
             const detail::layer_run& run = plan.runs[i];
             const stage& st = graph.stages[run.stage];
-            const expansion ex = expand(st, model, r, rs, run.input, plan.encoder);
+            const expansion ex = expand(st, model, r, rs, device, run.input, plan.encoder);
             const tensor_slot output = detail::handoff(ex, st).slot;
             detail::stage_walk walk(ex.kernels, output, run.input, plan.encoder);
             const bool checkpointed = !r.inference && r.grad_checkpointing && st.block;

@@ -63,9 +63,9 @@ constexpr tensor_slot expand_op(kernel_builder& b, const op& o) {
 }  // namespace detail
 
 constexpr expansion expand(const stage& st, const model_spec& m, const recipe& r, const shape& s,
-                           stage_input_info input, stage_input_info encoder = {}) {
+                           const device_profile& device, stage_input_info input, stage_input_info encoder = {}) {
     expansion result;
-    detail::kernel_builder b(m, r, s, input, encoder, result);
+    detail::kernel_builder b(m, r, s, device, input, encoder, result);
     for (std::size_t i = 0; i < st.ops.size(); ++i) {
         b.begin_op(i);
         result.op_output[i] = detail::expand_op(b, st.ops[i]);

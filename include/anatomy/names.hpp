@@ -2,6 +2,7 @@
 // shared by the CLI, JSON output and error messages.
 #pragma once
 
+#include <anatomy/device.hpp>
 #include <anatomy/dtype.hpp>
 #include <anatomy/model.hpp>
 #include <anatomy/recipe.hpp>
@@ -80,6 +81,23 @@ struct enum_names<attention_kernel> {
     static constexpr std::string_view what = "attention";
     static constexpr std::array<std::pair<attention_kernel, std::string_view>, 2> table{
         {{attention_kernel::sdpa, "sdpa"}, {attention_kernel::eager, "eager"}}};
+};
+
+template <>
+struct enum_names<figure_source> {
+    static constexpr std::string_view what = "figure source";
+    static constexpr std::array<std::pair<figure_source, std::string_view>, 4> table{
+        {{figure_source::measured, "measured"},
+         {figure_source::pytorch_source, "pytorch-source"},
+         {figure_source::public_reports, "public-reports"},
+         {figure_source::carried_over, "carried-over-from-h200"}}};
+};
+
+template <>
+struct enum_names<sdpa_backend> {
+    static constexpr std::string_view what = "SDPA backend";
+    static constexpr std::array<std::pair<sdpa_backend, std::string_view>, 3> table{
+        {{sdpa_backend::cudnn, "cudnn"}, {sdpa_backend::flash, "flash"}, {sdpa_backend::efficient, "efficient"}}};
 };
 
 template <>

@@ -79,8 +79,9 @@ constexpr void optimizer_step(const op_graph& graph, const recipe& r, bool first
 // Three steps of training (two forwards of serving), each micro-step in
 // order, against a fresh allocator holding at most `cap` (0: no cap).
 constexpr allocator_replay replay_allocator(const model_spec& model, const recipe& r, const shape& asked,
-                                           bytes cap = {}) {
+                                           bytes cap = {}, const device_profile& device = devices::h200) {
     validate(r);
+    validate(r, device);
     validate(asked, model);
     const shape s = resolve(asked, model);
     const op_graph graph = lower(model);
@@ -100,7 +101,7 @@ constexpr allocator_replay replay_allocator(const model_spec& model, const recip
         for (std::uint64_t micro = 0; micro < r.grad_accum; ++micro) {
             // FSDP's all-gathered parameters: freed when the step's tensors are.
             (void)a.allocate(gathered, tensor_owner::step);
-            (void)detail::walk_step(graph, model, compute, s, 0, micro > 0 || view, &a);
+            (void)detail::walk_step(graph, model, compute, s, device, 0, micro > 0 || view, &a);
         }
         if (r.inference) continue;
         detail::optimizer_step(graph, r, step == 0, a);

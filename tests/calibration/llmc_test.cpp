@@ -3,7 +3,7 @@
 // bench/llmc/cuda_malloc_log.cpp. Every buffer, every "allocating N MiB"
 // line, the device usage, "memory per sequence" and llm.c's own maximum-batch
 // estimate must match exactly.
-#include <anatomy/gpu.hpp>
+#include <anatomy/device.hpp>
 #include <anatomy/llmc.hpp>
 
 #include <catch2/catch.hpp>
@@ -84,7 +84,7 @@ const llmc::buffer* find(const llmc::buffer_list& list, std::string_view name) {
 }  // namespace
 
 TEST_CASE("llm.c: every buffer and every printed figure of 18 H200 runs, exactly") {
-    const gpu_spec h200 = *find_gpu("h200");
+    const device_profile& h200 = devices::h200;
     const std::vector<llmc_run> runs = read_runs();
     REQUIRE(runs.size() == 18);
     for (const llmc_run& r : runs) {

@@ -259,6 +259,16 @@ TEST_CASE("errors: one line on stderr, nothing on stdout, status 1 or 2") {
     CHECK(r.err.find('\n') == r.err.size() - 1);
 }
 
+TEST_CASE("with --json an error is a JSON object even when an argument is not UTF-8") {
+    // fuzz_cli's first finding: the error echoes the argument, and dumping
+    // byte 0xD7 threw out of cli::run.
+    const result r = run({"max-batch", "--model", "gpt\xD7-W", "--seq", "1024", "--budget", "15GiB", "--json"});
+    CHECK(r.status == 2);
+    const json j = json::parse(r.out);
+    CHECK(j["exit"] == 2);
+    CHECK(j["error"].get<std::string>().find("gpt\xEF\xBF\xBD-W") != std::string::npos);  // U+FFFD
+}
+
 TEST_CASE("llm.c framework: the buffers of train_gpt2.cu, and what it prints") {
     const json j = run_json({"estimate", "--framework", "llm.c", "--model", "d12", "--batch", "4", "--seq", "1024",
                              "--gpu", "h200", "--json"});

@@ -113,8 +113,21 @@ constexpr tensor_slot math_attention(kernel_builder& b, const op& o, tensor_slot
 }
 
 // `k_heads`: the heads K and V have here (repeated to every head, or grouped).
+constexpr const char* kernel_name(sdpa_backend backend) {
+    switch (backend) {
+        case sdpa_backend::cudnn: return "cudnn_attention";
+        case sdpa_backend::flash: return "flash_attention";
+        case sdpa_backend::efficient: return "efficient_attention";
+    }
+    return "efficient_attention";
+}
+
+// cuDNN, flash and memory-efficient attention save and allocate the same
+// here: the output, one fp32 log-sum-exp per row and head, and in backward
+// an fp32 dQ accumulator. Traced for cuDNN and memory-efficient on the H200;
+// flash (A100, L4, RTX cards) is not measured and taken to match.
 constexpr tensor_slot fused_attention(kernel_builder& b, const op& o, tensor_slot q, tensor_slot k, tensor_slot v,
-                                      bool masked, std::uint64_t k_heads, bool efficient = false) {
+                                      bool masked, std::uint64_t k_heads, sdpa_backend backend) {
     const attention_shape a = shape_of(b, o);
     const dtype t = b.matmul_type(b.type_of(q));
     q = b.cast(q, b.elements(a.rows, checked_mul(a.heads, a.head_dim)), t);
@@ -124,8 +137,8 @@ constexpr tensor_slot fused_attention(kernel_builder& b, const op& o, tensor_slo
     // mask SDPA builds from it in q's dtype. Both are kept for backward.
     bytes saved = b.tensor(b.elements(a.rows, a.heads), dtype::fp32);
     if (masked) saved += b.tensor(mask_elements(a), t);
-    const tensor_slot y = b.compute(is_half(t) && !efficient ? "cudnn_attention" : "efficient_attention",
-                                    heads_bytes(b, a.rows, a.heads, a.v_head_dim, t), t, {q, k, v}, 0b111, true, saved);
+    const tensor_slot y = b.compute(kernel_name(backend), heads_bytes(b, a.rows, a.heads, a.v_head_dim, t), t, {q, k, v},
+                                    0b111, true, saved);
     kernel& kn = b.at(y);
     // Backward: an fp32 dQ accumulator and the row sums of dO * O; with
     // grouped K/V, dK and dV at full head count before they are summed.
@@ -245,19 +258,23 @@ constexpr tensor_slot expand_attention(kernel_builder& b, const op& o) {
         }
         k_heads = a.heads;
     }
-    // The math fallback: T5's bias that needs a gradient, fp32 with grouped
-    // K/V (no fused kernel takes them), and Falcon's unequal heads.
-    if (bias_needs_grad(b, o) || (k_heads != a.heads && (!is_half(t) || b.m.attention.always_masked)) ||
+    // The device's kernel: compiled, the shared mask goes to the memory-efficient one.
+    const sdpa_backend backend =
+        shared_mask ? sdpa_backend::efficient : b.d.fused_attention(t, a.head_dim, masked);
+    // The math fallback: T5's bias that needs a gradient, grouped K/V for the
+    // memory-efficient kernel (it takes none: fp32, or half before sm80), and
+    // Falcon's unequal heads.
+    if (bias_needs_grad(b, o) || (k_heads != a.heads && (backend == sdpa_backend::efficient || b.m.attention.always_masked)) ||
         compiled_encoder(b, o))
         return math_attention(b, o, q, k, v, cached);
-    const tensor_slot y = fused_attention(b, o, q, k, v, masked && !shared_mask, k_heads, shared_mask);
+    const tensor_slot y = fused_attention(b, o, q, k, v, masked && !shared_mask, k_heads, backend);
     // RoPE that ends in a cat (partial rotary, Phi-3) leaves q contiguous as
-    // (batch, heads, seq, dim); cuDNN's output follows q's layout, so
-    // transformers' transpose(1, 2).contiguous() is a copy, which the output
-    // projection keeps (traced: gpt_neox, phi3). The memory-efficient kernel
-    // (fp32) writes (batch, seq, heads, dim) whatever q is: no copy (measured:
-    // pythia-410m fp32).
-    if (is_half(t) && b.m.attention.positions == position_kind::rotary &&
+    // (batch, heads, seq, dim); cuDNN's output follows q's layout (flash's
+    // too: empty_like(q)), so transformers' transpose(1, 2).contiguous() is a
+    // copy, which the output projection keeps (traced: gpt_neox, phi3). The
+    // memory-efficient kernel writes (batch, seq, heads, dim) whatever q is:
+    // no copy (measured: pythia-410m fp32).
+    if (backend != sdpa_backend::efficient && b.m.attention.positions == position_kind::rotary &&
         (b.m.rotary_width() < b.m.head_width() || b.m.attention.rotary_concat))
         return b.pointwise("clone", y, b.elements(a.rows, checked_mul(a.heads, a.v_head_dim)));
     return y;

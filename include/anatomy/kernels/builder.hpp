@@ -7,6 +7,7 @@
 
 #include <anatomy/allocator.hpp>
 #include <anatomy/detail/checked.hpp>
+#include <anatomy/device.hpp>
 #include <anatomy/kernels/kernel.hpp>
 #include <anatomy/model.hpp>
 #include <anatomy/op.hpp>
@@ -26,12 +27,14 @@ constexpr dtype promote(dtype a, dtype b) {
 class kernel_builder {
 public:
     constexpr kernel_builder(const model_spec& model, const recipe& training, const shape& size,
-                             stage_input_info input, stage_input_info encoder, expansion& result)
-        : m(model), r(training), s(size), input_(input), encoder_(encoder), result_(result) {}
+                             const device_profile& device, stage_input_info input, stage_input_info encoder,
+                             expansion& result)
+        : m(model), r(training), s(size), d(device), input_(input), encoder_(encoder), result_(result) {}
 
     const model_spec& m;
     const recipe& r;
     const shape& s;
+    const device_profile& d;
 
     constexpr void begin_op(std::size_t index) { op_ = static_cast<std::uint8_t>(index); }
 
@@ -101,11 +104,11 @@ public:
     }
     // A sum over tokens (a bias or norm-weight gradient) stages two fp32
     // partial values per output and token, in at most one 1 MiB block per SM
-    // of the GPU (132 on H100 and H200): measured 64 MiB for bert-large's
+    // of the GPU: measured on the H200 (132 SMs), 64 MiB for bert-large's
     // intermediate bias at 2048 tokens, capped at 132 MiB for gpt2's c_fc.
     constexpr bytes reduction_staging(std::uint64_t tokens, std::uint64_t outputs) const {
         const bytes partials = tensor(checked_mul(checked_mul(2, tokens), outputs), dtype::fp32);
-        const bytes cap = 132 * MiB;
+        const bytes cap = d.reduction_staging_cap();
         return partials < cap ? partials : cap;
     }
 

@@ -39,9 +39,10 @@ constexpr bool same_name(const char* a, const char* b) {
 // Kernels inductor calls rather than generates: they read their inputs from
 // memory and write a new tensor.
 constexpr bool runs_extern(const kernel& k) {
-    constexpr std::array names{"addmm",           "matmul",      "bmm",         "baddbmm", "embedding",
-                               "cudnn_attention", "efficient_attention", "convolution", "lora_A", "lora_B",
-                               "pixel_values"};
+    constexpr std::array names{"addmm",           "matmul",          "bmm",
+                               "baddbmm",         "embedding",       "cudnn_attention",
+                               "flash_attention", "efficient_attention", "convolution",
+                               "lora_A",          "lora_B",          "pixel_values"};
     for (const char* name : names)
         if (same_name(k.what, name)) return true;
     return false;
