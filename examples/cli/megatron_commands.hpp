@@ -50,10 +50,17 @@ inline void cmd_estimate_megatron(const raw_options& o, std::ostream& out) {
     c.activations = o.grad_checkpointing     ? megatron::recompute::full
                     : o.selective_recompute ? megatron::recompute::selective
                                             : megatron::recompute::none;
-    const std::uint64_t world = o.world_size.empty() ? c.tp * c.pp : parse_count("--world-size", o.world_size);
-    if (world % (c.tp * c.pp) != 0)
-        usage("--world-size {}: must be a multiple of tp x pp = {}", world, c.tp * c.pp);
-    c.dp = world / (c.tp * c.pp);
+    std::uint64_t model_parallel = 0;  // tp x pp, checked: 2^32 x 2^32 must not wrap to 0 and divide
+    try {
+        model_parallel = detail::checked_mul(c.tp, c.pp);
+    } catch (const overflow_error&) {
+        input("--tp {} --pp {}: tp x pp overflows 64 bits; use tp and pp that divide the heads and layers", c.tp,
+              c.pp);
+    }
+    const std::uint64_t world = o.world_size.empty() ? model_parallel : parse_count("--world-size", o.world_size);
+    if (world % model_parallel != 0)
+        usage("--world-size {}: must be a multiple of tp x pp = {}", world, model_parallel);
+    c.dp = world / model_parallel;
     bytes state{}, acts{};
     try {
         state = megatron::weights_and_optimizer(q.model, c);

@@ -45,7 +45,7 @@ constexpr gpt2_config from_model(const model_spec& m) {
                     "anatomy::llmc::from_model: llm.c's train_gpt2.cu trains GPT-2 models only; pass a gpt2 "
                     "preset, a GPT-2 config.json or an llm.c descriptor such as d12");
     detail::require(m.mlp.hidden == detail::checked_mul(4, m.hidden) && m.kv_head_count() == m.heads() &&
-                        m.head_width() * m.heads() == m.hidden && m.head.tied && m.head.kind == task::causal_lm,
+                        anatomy::detail::checked_mul(m.head_width(), m.heads()) == m.hidden && m.head.tied && m.head.kind == task::causal_lm,
                     "anatomy::llmc::from_model: llm.c's GPT-2 has a 4x MLP, no GQA, tied embeddings and an LM "
                     "head; this spec differs, so llm.c cannot train it");
     return {m.embedding.positions, m.embedding.vocab, padded_vocab(m.embedding.vocab), m.layers, m.heads(), m.hidden};
@@ -146,8 +146,8 @@ constexpr std::array<arena_tensor, arena_tensor_count> activation_arena(const gp
     const std::uint64_t BTC = checked_mul(BT, C);
     const std::uint64_t LBT = checked_mul(L, BT);
     const std::uint64_t LBTC = checked_mul(L, BTC);
-    std::uint64_t widest = 3 * C;  // the output buffer doubles as (B,T,3C), (B,NH,T,T) scratch and logits
-    if (NH * T > widest) widest = NH * T;
+    std::uint64_t widest = checked_mul(3, C);  // the output buffer doubles as (B,T,3C), (B,NH,T,T) scratch and logits
+    if (checked_mul(NH, T) > widest) widest = checked_mul(NH, T);
     if (Vp > widest) widest = Vp;
     return {{
         {"encoded", BTC, x},
@@ -179,10 +179,11 @@ constexpr std::uint64_t parameter_count(const gpt2_config& c) {
     using anatomy::detail::checked_add;
     using anatomy::detail::checked_mul;
     const std::uint64_t C = c.channels, L = c.layers;
-    // Per layer: ln1 w+b, qkv w+b, attn proj w+b, ln2 w+b, fc w+b, fc proj w+b.
-    const std::uint64_t per_layer = 2 * C + 3 * C * C + 3 * C + C * C + C + 2 * C + 4 * C * C + 4 * C + 4 * C * C + C;
+    // Per layer: ln1 w+b (2C), qkv w+b (3C^2 + 3C), attn proj w+b (C^2 + C),
+    // ln2 w+b (2C), fc w+b (4C^2 + 4C), fc proj w+b (4C^2 + C): 12C^2 + 13C.
+    const std::uint64_t per_layer = checked_add(checked_mul(12, checked_mul(C, C)), checked_mul(13, C));
     return checked_add(checked_add(checked_mul(c.padded_vocab, C), checked_mul(c.max_seq_len, C)),
-                       checked_add(checked_mul(L, per_layer), 2 * C));
+                       checked_add(checked_mul(L, per_layer), checked_mul(2, C)));
 }
 
 // cublas_common.h: one 32 MiB cuBLASLt workspace ("only Hopper needs 32").

@@ -47,16 +47,17 @@ constexpr bytes layer_activations(const model_spec& m, const shape& sh, const co
     const std::uint64_t t = c.tp;
     // 5as/h: attention scores, softmax and its dropout mask (the part selective recompute drops).
     const std::uint64_t scores = checked_mul(checked_mul(checked_mul(5, m.heads()), sh.seq), sbh) / m.hidden;
-    const std::uint64_t linear = 8 + checked_mul(4, m.mlp.hidden) / m.hidden;  // inputs to the QKV, MLP and dropout masks (24 for a 4h MLP)
+    const std::uint64_t linear = anatomy::detail::checked_add(8, checked_mul(4, m.mlp.hidden) / m.hidden);  // inputs to the QKV, MLP and dropout masks (24 for a 4h MLP)
     const std::uint64_t norms = 10;  // LayerNorm inputs, attention and MLP dropout masks, residual (34 - 24)
+    using anatomy::detail::checked_add;
     switch (c.activations) {
         case recompute::full: return checked_mul(2, sbh / t) * B;  // each layer's input, under SP split by t
         case recompute::selective:
             return c.sp ? checked_mul(norms + linear, sbh) / t * B
-                        : (checked_mul(norms, sbh) + checked_mul(linear, sbh) / t) * B;
+                        : checked_add(checked_mul(norms, sbh), checked_mul(linear, sbh) / t) * B;
         case recompute::none:
-            return c.sp ? (checked_mul(norms + linear, sbh) + scores) / t * B
-                        : (checked_mul(norms, sbh) + (checked_mul(linear, sbh) + scores) / t) * B;
+            return c.sp ? checked_add(checked_mul(norms + linear, sbh), scores) / t * B
+                        : checked_add(checked_mul(norms, sbh), checked_add(checked_mul(linear, sbh), scores) / t) * B;
     }
     throw error("anatomy::megatron::layer_activations: unknown recompute");
 }
@@ -116,7 +117,8 @@ constexpr std::uint64_t parameters_on_most_loaded_rank(const model_spec& m, cons
 constexpr bytes weights_and_optimizer(const model_spec& m, const config& c) {
     const std::uint64_t params = parameters_on_most_loaded_rank(m, c);
     if (!c.distributed_optimizer) return anatomy::detail::checked_mul(params, 18) * B;
-    return (anatomy::detail::checked_mul(params, 6) + anatomy::detail::checked_mul(params, 12) / c.dp) * B;
+    return anatomy::detail::checked_add(anatomy::detail::checked_mul(params, 6),
+                                        anatomy::detail::checked_mul(params, 12) / c.dp) * B;
 }
 
 }  // namespace anatomy::megatron

@@ -259,6 +259,34 @@ TEST_CASE("errors: one line on stderr, nothing on stdout, status 1 or 2") {
     CHECK(r.err.find('\n') == r.err.size() - 1);
 }
 
+TEST_CASE("sizes past 64 bits are an overflow error on every path: exit 1, a message naming it") {
+    const std::string huge = "1099511627776";  // 2^40
+    const auto args = GENERATE_COPY(values<std::vector<std::string>>({
+        // the analytic estimate, training and serving
+        {"estimate", "--model", "llama-2-7b", "--weights", "bf16", "--batch", huge, "--seq", "1048576"},
+        {"estimate", "--model", "qwen2.5-0.5b", "--inference", "--batch", "131072", "--seq", "1073741824"},
+        // the parallel modes
+        {"estimate", "--model", "llama-3.2-1b", "--batch", huge, "--seq", "4194304", "--parallel", "ddp", "--world-size", "2"},
+        {"estimate", "--model", "llama-3.2-1b", "--batch", huge, "--seq", "4194304", "--parallel", "fsdp", "--world-size", "8"},
+        {"estimate", "--model", "llama-3.2-1b", "--batch", huge, "--seq", "4194304", "--parallel", "zero3", "--world-size",
+         "1", "--offload", "optimizer"},
+        // Megatron's formulas: the sizes, and tp x pp (2^32 x 2^32 once wrapped to 0 and divided)
+        {"estimate", "--model", "llama-2-7b", "--batch", huge, "--seq", "4096", "--tp", "2", "--pp", "2", "--world-size", "8"},
+        {"estimate", "--model", "llama-2-7b", "--batch", "1", "--seq", "128", "--tp", "4294967296", "--pp", "4294967296",
+         "--world-size", "8"},
+        // llm.c
+        {"estimate", "--framework", "llm.c", "--model", "gpt2", "--batch", huge, "--seq", "1024"},
+        // max-batch's search, and its answer on a card
+        {"max-batch", "--model", "llama-3.2-1b", "--seq", huge, "--budget", "80GiB"},
+        {"max-batch", "--model", "llama-3.2-1b", "--seq", huge, "--gpu", "h200", "--parallel", "ddp", "--world-size", "2"},
+    }));
+    const result r = run(args);
+    CAPTURE(args, r.err);
+    CHECK(r.status == 1);
+    CHECK(r.err.starts_with("anatomy: "));
+    CHECK(r.err.find("overflows 64 bits") != std::string::npos);
+}
+
 TEST_CASE("with --json an error is a JSON object even when an argument is not UTF-8") {
     // fuzz_cli's first finding: the error echoes the argument, and dumping
     // byte 0xD7 threw out of cli::run.

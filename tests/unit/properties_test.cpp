@@ -59,3 +59,24 @@ TEST_CASE("the peak grows with the batch and the replay reserves at least the pe
     }
     CHECK(checked >= 700);
 }
+
+TEST_CASE("sizes past 64 bits throw overflow_error, never a wrapped size", "[properties]") {
+    const std::array recipes = {recipe{}, recipe{.weights = dtype::bf16, .grad_checkpointing = true},
+                                recipe{.weights = dtype::bf16, .optimizer = optimizer_kind::none, .inference = true,
+                                       .kv_cache = true},
+                                recipe{.weights = dtype::bf16, .parallel = parallelism::fsdp, .world_size = 8}};
+    std::size_t checked = 0;
+    for (const auto& p : presets::all) {
+        for (std::size_t k = 0; k < recipes.size(); ++k) {
+            INFO(p.name << ", recipe " << k);
+            // 2^50 sequences of 128 tokens: the token count alone fits, the bytes do not.
+            const shape s{.batch = 1ULL << 50, .seq = p.spec.embedding.patches() ? 0ULL : 128ULL};
+            CHECK_THROWS_AS(estimate(p.spec, recipes[k], s), overflow_error);
+            ++checked;
+        }
+        INFO(p.name);
+        const shape s{.batch = 1ULL << 50, .seq = p.spec.embedding.patches() ? 0ULL : 128ULL};
+        CHECK_THROWS_AS(replay_allocator(p.spec, recipe{}, s), overflow_error);
+    }
+    CHECK(checked >= 4 * 50);
+}
