@@ -6,6 +6,7 @@
 #include "app.hpp"
 #include "llmc_commands.hpp"
 #include "megatron_commands.hpp"
+#include "sweep_command.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -21,7 +22,7 @@ namespace anatomy::cli {
 // Runs the CLI on `args` (without the program name). Returns the exit status.
 inline int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
     using namespace app_detail;
-    constexpr std::array<std::string_view, 3> commands{"estimate", "max-batch", "presets"};
+    constexpr std::array<std::string_view, 4> commands{"estimate", "max-batch", "sweep", "presets"};
     std::string command;
     // With --json a script reads every outcome from stdout: an error is
     // {"error": ..., "exit": status} there, and the same line on stderr.
@@ -51,12 +52,22 @@ inline int run(const std::vector<std::string>& args, std::ostream& out, std::ost
         mb->add_option("--budget", max_batch_opts.budget,
                        "the caching allocator's cap, e.g. 15GiB, 80GB, 512MiB (or pass --gpu)")
             ->type_name("SIZE");
+        raw_options sweep_opts;
+        std::string sweep_svg_path;
+        bool sweep_csv = false;
+        CLI::App* sw = app.add_subcommand("sweep", "estimate over a batch x sequence grid");
+        add_model_flags(*sw, sweep_opts, false);
+        sw->add_option("--batch", sweep_opts.batch, "batches: 1,2,4,8 or 1:64 or 1:64:x2 or 8:64:+8")->type_name("GRID");
+        sw->add_option("--budget", sweep_opts.budget, "the caching allocator's cap, e.g. 80GiB: which cells fit")
+            ->type_name("SIZE");
+        sw->add_option("--svg", sweep_svg_path, "also draw peak memory against the batch into FILE")->type_name("FILE");
+        sw->add_flag("--csv", sweep_csv, "print the cells as CSV");
         CLI::App* pre = app.add_subcommand("presets", "list the built-in models");
         pre->add_flag("--json", presets_json, "print one JSON object");
 
         if (!args.empty() && !args.front().starts_with('-') &&
             std::find(commands.begin(), commands.end(), args.front()) == commands.end())
-            usage("unknown command \"{}\"; choose one of estimate, max-batch, presets", shorten(args.front()));
+            usage("unknown command \"{}\"; choose one of estimate, max-batch, sweep, presets", shorten(args.front()));
         if (!args.empty()) command = args.front();
         const bool asks_help_or_version = !args.empty() && (args.front() == "-h" || args.front() == "--help" ||
                                                             args.front() == "--version");
@@ -65,7 +76,7 @@ inline int run(const std::vector<std::string>& args, std::ostream& out, std::ost
             return 0;
         }
         if (args.front().starts_with('-') && !asks_help_or_version)
-            usage("a command is required first: estimate, max-batch or presets; see `anatomy --help`");
+            usage("a command is required first: estimate, max-batch, sweep or presets; see `anatomy --help`");
 
         std::vector<std::string> reversed(args.rbegin(), args.rend());
         try {
@@ -77,7 +88,7 @@ inline int run(const std::vector<std::string>& args, std::ostream& out, std::ost
         } catch (const CLI::CallForVersion& e) {
             return app.exit(e, out, err);
         } catch (const CLI::ParseError& e) {
-            return fail(cli11_message(e, command == "estimate" || command == "max-batch" || command == "presets"
+            return fail(cli11_message(e, command == "estimate" || command == "max-batch" || command == "sweep" || command == "presets"
                                              ? std::string_view(command)
                                              : std::string_view()),
                         exit_usage_error);
@@ -88,6 +99,10 @@ inline int run(const std::vector<std::string>& args, std::ostream& out, std::ost
             if (wants_megatron(estimate_opts)) cmd_estimate_megatron(estimate_opts, out);
             else if (wants_llmc(estimate_opts)) cmd_estimate_llmc(estimate_opts, out);
             else cmd_estimate(estimate_opts, out);
+        } else if (sw->parsed()) {
+            if (wants_megatron(sweep_opts) || wants_llmc(sweep_opts))
+                usage("sweep: estimates PyTorch steps; --tp/--pp and --framework llm.c are estimate-only");
+            cmd_sweep(sweep_opts, sweep_svg_path, sweep_csv, out);
         } else if (mb->parsed()) {
             if (wants_megatron(max_batch_opts))
                 usage("max-batch: --tp/--pp/--sp are estimate-only for now; run estimate with a batch");

@@ -8,6 +8,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -257,6 +260,47 @@ TEST_CASE("errors: one line on stderr, nothing on stdout, status 1 or 2") {
     CHECK(r.out.empty());
     CHECK(r.err.starts_with("anatomy: "));
     CHECK(r.err.find('\n') == r.err.size() - 1);
+}
+
+TEST_CASE("sweep: every cell is what estimate prints for that point") {
+    const json j = run_json({"sweep", "--model", "gpt2", "--batch", "1,3", "--seq", "128:256:x2", "--budget", "3GiB",
+                             "--json"});
+    REQUIRE(j["cells"].size() == 4);
+    CHECK(j["batches"] == json::array({1, 3}));
+    CHECK(j["seqs"] == json::array({128, 256}));
+    std::size_t fitting = 0;
+    for (const json& cell : j["cells"]) {
+        CAPTURE(cell);
+        const json e = run_json({"estimate", "--model", "gpt2", "--batch", std::to_string(cell["batch"].get<int>()),
+                                 "--seq", std::to_string(cell["seq"].get<int>()), "--budget", "3GiB", "--json"});
+        CHECK(cell["peak_bytes"] == e["peak_bytes"]);
+        CHECK(cell["reserved_bytes"] == e["reserved_bytes"]);
+        CHECK(cell["fits"] == e["fits"]);
+        fitting += cell["fits"].get<bool>() ? 1 : 0;
+    }
+    CHECK(fitting > 0);  // the budget splits the grid: some cells fit, some do not
+    CHECK(fitting < 4);
+}
+
+TEST_CASE("sweep --svg draws one line per sequence length, a point per batch, and the budget") {
+    const std::string path = (std::filesystem::temp_directory_path() / "anatomy_sweep_test.svg").string();
+    const result r = run({"sweep", "--model", "gpt2", "--batch", "1:4", "--seq", "128,256,512", "--budget", "6GiB",
+                          "--svg", path});
+    REQUIRE(r.status == 0);
+    std::ifstream in(path);
+    const std::string svg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::filesystem::remove(path);
+    CHECK(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+    CHECK(svg.ends_with("</svg>\n"));
+    const std::regex line("<polyline class=\"seq\"[^>]* points=\"([^\"]*)\"");
+    std::size_t lines = 0;
+    for (auto it = std::sregex_iterator(svg.begin(), svg.end(), line); it != std::sregex_iterator(); ++it) {
+        const std::string points = (*it)[1];
+        CHECK(std::count(points.begin(), points.end(), ',') == 4);  // batches 1 to 4
+        ++lines;
+    }
+    CHECK(lines == 3);
+    CHECK(svg.find("class=\"budget\"") != std::string::npos);
 }
 
 TEST_CASE("sizes past 64 bits are an overflow error on every path: exit 1, a message naming it") {

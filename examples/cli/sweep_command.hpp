@@ -1,0 +1,226 @@
+// `anatomy sweep`: estimate's figures over a batch x sequence grid, as a
+// table (per sequence, the largest batch that fits), JSON, CSV or an SVG
+// plot of peak memory against the batch, one line per sequence length.
+#pragma once
+
+#include "app.hpp"
+
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <fstream>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace anatomy::cli::app_detail {
+
+// A grid axis has at most this many values: a sweep is meant to be read.
+inline constexpr std::size_t max_axis_values = 4096;
+
+// "1,2,4,8", "1:64" (every value), "512:8192:x2" (doubling), "128:1024:+128".
+inline std::vector<std::uint64_t> parse_axis(std::string_view flag, const std::string& text) {
+    std::vector<std::uint64_t> values;
+    const auto push = [&](std::uint64_t v) {
+        if (values.size() == max_axis_values)
+            usage("{} {}: more than {} values; use a coarser grid", flag, shorten(text), max_axis_values);
+        values.push_back(v);
+    };
+    if (text.find(':') == std::string::npos) {
+        std::size_t start = 0;
+        while (start <= text.size()) {
+            const std::size_t comma = std::min(text.find(',', start), text.size());
+            push(parse_count(flag, std::string_view(text).substr(start, comma - start)));
+            start = comma + 1;
+        }
+    } else {
+        const std::size_t first = text.find(':');
+        const std::size_t second = text.find(':', first + 1);
+        const std::uint64_t lo = parse_count(flag, std::string_view(text).substr(0, first));
+        const std::uint64_t hi = parse_count(
+            flag, std::string_view(text).substr(first + 1, second == std::string::npos ? std::string::npos : second - first - 1));
+        if (hi < lo) usage("{} {}: the range ends below its start; write e.g. {} 1:64", flag, shorten(text), flag);
+        std::string_view step = second == std::string::npos ? std::string_view("+1") : std::string_view(text).substr(second + 1);
+        const bool doubling = step.starts_with('x');
+        if (!doubling && step.starts_with('+')) step.remove_prefix(1);
+        else if (doubling) step.remove_prefix(1);
+        const std::uint64_t by = parse_count(flag, step);
+        if (doubling && by < 2) usage("{} {}: a factor must be >= 2, e.g. 512:8192:x2", flag, shorten(text));
+        for (std::uint64_t v = lo; v <= hi;) {
+            push(v);
+            const std::uint64_t next = doubling ? v * by : v + by;
+            if ((doubling && next / by != v) || next < v) break;  // past 64 bits: past hi too
+            v = next;
+        }
+    }
+    std::sort(values.begin(), values.end());
+    values.erase(std::unique(values.begin(), values.end()), values.end());
+    return values;
+}
+
+struct sweep_cell {
+    std::uint64_t batch, seq;
+    bytes peak, reserved;
+    bool fits;
+};
+
+struct sweep_result {
+    request q;  // at the first sequence length: the model and recipe, for the header
+    std::vector<std::uint64_t> batches, seqs;
+    std::vector<sweep_cell> cells;  // sequence-major
+};
+
+inline sweep_result run_sweep(const raw_options& o) {
+    if (o.batch.empty()) usage("sweep: pass --batch, e.g. --batch 1:64 or --batch 1,2,4,8");
+    if (o.seq.empty()) usage("sweep: pass --seq, e.g. --seq 512,1024,2048 or --seq 512:8192:x2");
+    sweep_result r{.q = {}, .batches = parse_axis("--batch", o.batch), .seqs = parse_axis("--seq", o.seq), .cells = {}};
+    for (const std::uint64_t seq : r.seqs) {
+        raw_options at = o;
+        at.seq = std::to_string(seq);
+        at.batch = "1";
+        // Each sequence length is checked as estimate checks it (learned positions, llm.c's T).
+        const request q = build_request(at, true);
+        if (r.cells.empty()) r.q = q;
+        for (const std::uint64_t batch : r.batches) {
+            shape s = q.s;
+            s.batch = batch;
+            request point = q;
+            point.s = s;
+            const estimate_result e = run_estimate(point, s, true);
+            // A step whose uncapped replay stays under the cap runs the same under it:
+            // only a step that reaches the cap needs the capped replay.
+            const bool fits = q.budget.count > 0 && (device_need(point, e) <= q.budget || step_fits(point, e));
+            r.cells.push_back({batch, seq, e.e.peak, e.replay.peak_reserved, fits});
+        }
+    }
+    return r;
+}
+
+// Peak memory against the batch, one line per sequence length, the budget as
+// a dashed line; plain SVG 1.1.
+inline std::string sweep_svg(const sweep_result& r) {
+    constexpr double width = 720, height = 440, left = 70, right = 150, top = 30, bottom = 50;
+    const double plot_w = width - left - right, plot_h = height - top - bottom;
+    double ymax = static_cast<double>(r.q.budget.count);
+    for (const sweep_cell& c : r.cells) ymax = std::max(ymax, static_cast<double>(c.peak.count));
+    const double bmin = static_cast<double>(r.batches.front()), bmax = static_cast<double>(r.batches.back());
+    const auto x = [&](std::uint64_t b) {
+        return bmax == bmin ? left + plot_w / 2 : left + plot_w * (static_cast<double>(b) - bmin) / (bmax - bmin);
+    };
+    const auto y = [&](double v) { return top + plot_h * (1 - v / ymax); };
+    constexpr std::array colors{"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                                "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+    std::string svg = fmt::format(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
+        "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"{0}\" height=\"{1}\" fill=\"white\"/>\n"
+        "<text x=\"{2}\" y=\"18\" font-size=\"14\">peak memory: {3}</text>\n",
+        width, height, left, r.q.model_name);
+    svg += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"black\"/>\n", left, top, top + plot_h);
+    svg += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"black\"/>\n", left, top + plot_h,
+                       left + plot_w);
+    for (int tick = 0; tick <= 4; ++tick) {
+        const double v = ymax * tick / 4;
+        svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{:.1f} GiB</text>\n", left - 6, y(v) + 4,
+                           v / static_cast<double>(GiB.count));
+    }
+    for (const std::uint64_t b : {r.batches.front(), r.batches.back()})
+        svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", x(b), top + plot_h + 16, b);
+    svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">batch</text>\n", left + plot_w / 2,
+                       top + plot_h + 36);
+    if (r.q.budget.count > 0) {
+        const double yb = y(static_cast<double>(r.q.budget.count));
+        svg += fmt::format("<line class=\"budget\" x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"black\" "
+                           "stroke-dasharray=\"6 4\"/>\n<text x=\"{}\" y=\"{:.1f}\">budget {}</text>\n",
+                           left, yb, left + plot_w, yb, left + plot_w + 6, yb + 4, r.q.budget);
+    }
+    for (std::size_t i = 0; i < r.seqs.size(); ++i) {
+        std::string points;
+        for (std::size_t j = 0; j < r.batches.size(); ++j) {
+            const sweep_cell& c = r.cells[i * r.batches.size() + j];
+            points += fmt::format("{}{:.1f},{:.1f}", points.empty() ? "" : " ", x(c.batch),
+                                  y(static_cast<double>(c.peak.count)));
+        }
+        const char* color = colors[i % colors.size()];
+        svg += fmt::format("<polyline class=\"seq\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"/>\n",
+                           color, points);
+        svg += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"{}\">seq {}</text>\n", left + plot_w + 6,
+                           top + 16 * static_cast<double>(i + 1), color, r.seqs[i]);
+    }
+    return svg + "</svg>\n";
+}
+
+inline void cmd_sweep(const raw_options& o, const std::string& svg_path, bool csv, std::ostream& out) {
+    if (csv && o.json) usage("sweep: --json and --csv exclude each other; pick one");
+    const sweep_result r = run_sweep(o);
+    const bool budgeted = r.q.budget.count > 0;
+    if (!svg_path.empty()) {
+        std::ofstream file(svg_path, std::ios::binary);
+        if (!file) input("--svg {}: cannot be written; check the directory", svg_path);
+        file << sweep_svg(r);
+        if (!file) input("--svg {}: writing failed; check the disk", svg_path);
+    }
+    if (o.json) {
+        ojson j = inputs_json("sweep", r.q, false);
+        j.erase("seq");
+        j["batches"] = r.batches;
+        j["seqs"] = r.seqs;
+        if (budgeted) j["budget_bytes"] = r.q.budget.count;
+        ojson cells = ojson::array();
+        for (const sweep_cell& c : r.cells) {
+            ojson cell{{"batch", c.batch}, {"seq", c.seq}, {"peak_bytes", c.peak.count},
+                       {"reserved_bytes", c.reserved.count}};
+            if (budgeted) cell["fits"] = c.fits;
+            cells.push_back(std::move(cell));
+        }
+        j["cells"] = std::move(cells);
+        out << json_text(j) << '\n';
+        return;
+    }
+    if (csv) {
+        out << (budgeted ? "batch,seq,peak_bytes,reserved_bytes,fits\n" : "batch,seq,peak_bytes,reserved_bytes\n");
+        for (const sweep_cell& c : r.cells) {
+            out << fmt::format("{},{},{},{}", c.batch, c.seq, c.peak.count, c.reserved.count);
+            out << (budgeted ? (c.fits ? ",true\n" : ",false\n") : "\n");
+        }
+        return;
+    }
+    print_header(out, r.q, false);
+    const auto axis = [](const std::vector<std::uint64_t>& v) {
+        return v.size() <= 8 ? fmt::format("{}", fmt::join(v, ","))
+                             : fmt::format("{} to {} ({} values)", v.front(), v.back(), v.size());
+    };
+    out << fmt::format("{:<10}batch {} x seq {}: {} cells\n", "grid", axis(r.batches), axis(r.seqs), r.cells.size());
+    if (budgeted) {
+        out << fmt::format("\nthe largest batch of the grid that fits {} ({} per step to hold):\n",
+                           r.q.gpu ? fmt::format("{} ({})", r.q.gpu->name, r.q.budget) : fmt::format("--budget {}", r.q.budget),
+                           "reserved + cuBLAS workspaces");
+        text_table t;
+        t.row({"seq", "batch", "peak", "reserved (uncapped)"});
+        for (std::size_t i = 0; i < r.seqs.size(); ++i) {
+            const sweep_cell* best = nullptr;
+            for (std::size_t j = 0; j < r.batches.size(); ++j)
+                if (r.cells[i * r.batches.size() + j].fits) best = &r.cells[i * r.batches.size() + j];
+            if (best) t.row({grouped(r.seqs[i]), grouped(best->batch), fmt::format("{}", best->peak),
+                             fmt::format("{}", best->reserved)});
+            else t.row({grouped(r.seqs[i]), "none", "-", "-"});
+        }
+        t.print(out);
+        return;
+    }
+    out << "\npeak (max_memory_allocated) per batch:\n";
+    std::vector<std::string> header{"seq"};
+    for (const std::uint64_t b : r.batches) header.push_back(fmt::format("b{}", b));
+    text_table t;
+    t.row(header);
+    for (std::size_t i = 0; i < r.seqs.size(); ++i) {
+        std::vector<std::string> row{grouped(r.seqs[i])};
+        for (std::size_t j = 0; j < r.batches.size(); ++j)
+            row.push_back(fmt::format("{}", r.cells[i * r.batches.size() + j].peak));
+        t.row(row);
+    }
+    t.print(out);
+}
+
+}  // namespace anatomy::cli::app_detail
