@@ -59,7 +59,7 @@ struct raw_options {
     std::string config, model, task, batch, seq, target_seq, weights, autocast, master, optimizer, attention, loop, quantize,
         grad_accum, lora_rank, lora_targets, lora_dropout, num_labels, budget, gpu, framework, recompute, parallel,
         world_size, fsdp_param_dtype, offload, offload_device, tp, pp, micro_batches, zero_reduce_bucket,
-        zero_max_live_params, zero_sub_group;
+        zero_max_live_params, zero_sub_group, plot;
     bool grad_checkpointing = false, inference = false, kv_cache = false, compile = false, json = false, explain = false,
          cudnn = false, no_master_weights = false, ddp_bucket_view = false, fsdp_no_reshard = false, sp = false,
          selective_recompute = false, distributed_optimizer = false;

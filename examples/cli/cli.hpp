@@ -6,6 +6,7 @@
 #include "app.hpp"
 #include "llmc_commands.hpp"
 #include "megatron_commands.hpp"
+#include "plot.hpp"
 #include "sweep_command.hpp"
 
 #include <nlohmann/json.hpp>
@@ -44,6 +45,9 @@ inline int run(const std::vector<std::string>& args, std::ostream& out, std::ost
         CLI::App* est = app.add_subcommand("estimate", "predict the memory of one training (or inference) step");
         add_model_flags(*est, estimate_opts, true);
         est->add_flag("--explain", estimate_opts.explain, "list the tensors alive when the step peaks");
+        est->add_option("--plot", estimate_opts.plot,
+                        "draw the step's memory over time into FILE (SVG): stacked by owner, reserved, the peak")
+            ->type_name("FILE");
         est->add_option("--budget", estimate_opts.budget,
                         "the caching allocator's cap, e.g. 15GiB: says whether the step fits, as max-batch tests it")
             ->type_name("SIZE");
@@ -96,9 +100,13 @@ inline int run(const std::vector<std::string>& args, std::ostream& out, std::ost
         if (mb->parsed() && max_batch_opts.budget.empty() && max_batch_opts.gpu.empty())
             usage("max-batch: pass --budget SIZE (e.g. 15GiB) or --gpu NAME");
         if (est->parsed()) {
+            const bool plain = !wants_megatron(estimate_opts) && !wants_llmc(estimate_opts);
+            if (!estimate_opts.plot.empty() && !plain)
+                usage("--plot: draws the replayed PyTorch step; Megatron's formulas and llm.c have no replay to draw");
             if (wants_megatron(estimate_opts)) cmd_estimate_megatron(estimate_opts, out);
             else if (wants_llmc(estimate_opts)) cmd_estimate_llmc(estimate_opts, out);
             else cmd_estimate(estimate_opts, out);
+            if (!estimate_opts.plot.empty()) write_plot(estimate_opts);
         } else if (sw->parsed()) {
             if (wants_megatron(sweep_opts) || wants_llmc(sweep_opts))
                 usage("sweep: estimates PyTorch steps; --tp/--pp and --framework llm.c are estimate-only");

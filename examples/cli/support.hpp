@@ -30,6 +30,21 @@ public:
 inline constexpr int exit_input_error = 1;
 inline constexpr int exit_usage_error = 2;
 
+// Text for SVG: &, <, > and quotes escaped.
+inline std::string xml_escape(std::string_view text) {
+    std::string out;
+    for (const char c : text) {
+        switch (c) {
+            case '&': out += "&amp;"; break;
+            case '<': out += "&lt;"; break;
+            case '>': out += "&gt;"; break;
+            case '"': out += "&quot;"; break;
+            default: out += c;
+        }
+    }
+    return out;
+}
+
 // JSON output text. Arguments and file names echoed into it need not be
 // UTF-8: invalid bytes become U+FFFD rather than a type_error (found by
 // fuzz_cli: a --model name with byte 0xD7).

@@ -116,7 +116,7 @@ inline std::string sweep_svg(const sweep_result& r) {
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
         "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"{0}\" height=\"{1}\" fill=\"white\"/>\n"
         "<text x=\"{2}\" y=\"18\" font-size=\"14\">peak memory: {3}</text>\n",
-        width, height, left, r.q.model_name);
+        width, height, left, xml_escape(r.q.model_name));
     svg += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"black\"/>\n", left, top, top + plot_h);
     svg += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"black\"/>\n", left, top + plot_h,
                        left + plot_w);

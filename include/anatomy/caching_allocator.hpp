@@ -17,6 +17,7 @@
 #include <anatomy/bytes.hpp>
 #include <anatomy/error.hpp>
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -33,6 +34,22 @@ enum class tensor_owner : std::uint8_t {
     cache,     // autocast's cast cache: freed when the autocast region exits
     gradient,  // parameter gradients: freed by zero_grad(set_to_none=True)
     model,     // parameters and optimizer state: never freed
+};
+
+// The replay over time, when recorded (memory_timeline.hpp draws it): the
+// allocated bytes of each owner and the reserved bytes after every
+// allocation and free, and where each phase of the step begins.
+struct memory_sample {
+    std::array<bytes, 4> allocated;  // by tensor_owner: step, cache, gradient, model
+    bytes reserved;
+};
+struct phase_mark {
+    std::size_t sample;  // the first sample of the phase
+    const char* name;
+};
+struct memory_timeline {
+    std::vector<memory_sample> samples;
+    std::vector<phase_mark> phases;
 };
 
 class caching_allocator {
@@ -80,9 +97,18 @@ public:
         blocks_[b].requested = size;
         blocks_[b].owner = owner;
         allocated_ += blocks_[b].size;
+        owned_[static_cast<std::size_t>(owner)] += blocks_[b].size;
         if (allocated_ > peak_allocated_) peak_allocated_ = allocated_;
         live_.push_back(b);
+        sample();
         return b;
+    }
+
+    // Records every allocation and free into `timeline` from now on.
+    constexpr void record_into(memory_timeline* timeline) { timeline_ = timeline; }
+    // When recording: the phase `name` begins here.
+    constexpr void mark(const char* name) {
+        if (timeline_ != nullptr) timeline_->phases.push_back({timeline_->samples.size(), name});
     }
 
     // Frees the tensor that allocate() placed in `id` (no_block: nothing).
@@ -92,6 +118,7 @@ public:
             if (live_[i] != id) continue;
             live_.erase(live_.begin() + static_cast<std::ptrdiff_t>(i));
             free_block(id);
+            sample();
             return;
         }
         throw error("anatomy::caching_allocator::release: the block is not live; a tensor was freed twice");
@@ -106,6 +133,7 @@ public:
             else live_[kept++] = b;
         }
         live_.resize(kept);
+        sample();
     }
 
     // Blocks of live segments add up to the reserved bytes, and the free list
@@ -218,8 +246,17 @@ private:
         return b;
     }
 
+    constexpr void sample() {
+        if (timeline_ == nullptr) return;
+        memory_sample s{};
+        for (std::size_t i = 0; i < owned_.size(); ++i) s.allocated[i] = bytes{owned_[i]};
+        s.reserved = bytes{reserved_};
+        timeline_->samples.push_back(s);
+    }
+
     constexpr void free_block(std::size_t b) {
         allocated_ -= blocks_[b].size;
+        owned_[static_cast<std::size_t>(blocks_[b].owner)] -= blocks_[b].size;
         blocks_[b].free = true;
         // Merge with free neighbours in the same segment.
         const std::size_t next = blocks_[b].next;
@@ -272,6 +309,8 @@ private:
     std::vector<std::size_t> free_;
     std::vector<std::size_t> live_;
     std::vector<std::size_t> spare_;
+    std::array<std::uint64_t, 4> owned_{};  // allocated bytes by tensor_owner
+    memory_timeline* timeline_ = nullptr;
 };
 
 }  // namespace anatomy

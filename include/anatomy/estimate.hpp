@@ -499,6 +499,7 @@ public:
             return p;
         }
         running bwd{.live = fwd.live, .peak = fwd.live};
+        if (allocator_) allocator_->mark("backward");
         backward(bwd, grads_exist);
         // The step's outputs (logits, the KV cache) die with the step.
         if (allocator_) allocator_->release_all(tensor_owner::step);

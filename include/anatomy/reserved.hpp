@@ -74,19 +74,19 @@ constexpr void optimizer_step(const op_graph& graph, const recipe& r, bool first
     }
 }
 
-}  // namespace detail
-
 // Three steps of training (two forwards of serving), each micro-step in
-// order, against a fresh allocator holding at most `cap` (0: no cap).
-constexpr allocator_replay replay_allocator(const model_spec& model, const recipe& r, const shape& asked,
-                                           bytes cap = {}, const device_profile& device = devices::h200) {
+// order, on `a`; `timeline`, when given, records them.
+constexpr allocator_replay replay_on(const model_spec& model, const recipe& r, const shape& asked,
+                                     const device_profile& device, caching_allocator& a,
+                                     memory_timeline* timeline = nullptr) {
     validate(r);
     validate(r, device);
     validate(asked, model);
     const shape s = resolve(asked, model);
     const op_graph graph = lower(model);
     detail::check_lora_targets(graph, r);
-    caching_allocator a(cap);
+    a.record_into(timeline);
+    a.mark("model");
     detail::build_model(graph, r, a);
     memory_estimate counts{};
     const state_count st = detail::count_model_state(graph, r, counts);
@@ -100,15 +100,38 @@ constexpr allocator_replay replay_allocator(const model_spec& model, const recip
     for (int step = 0; step < steps && !a.out_of_memory(); ++step) {
         for (std::uint64_t micro = 0; micro < r.grad_accum; ++micro) {
             // FSDP's all-gathered parameters: freed when the step's tensors are.
+            a.mark("forward");
             (void)a.allocate(gathered, tensor_owner::step);
             (void)detail::walk_step(graph, model, compute, s, device, 0, micro > 0 || view, &a);
         }
         if (r.inference) continue;
+        a.mark("optimizer");
         detail::optimizer_step(graph, r, step == 0, a);
         a.release_all(tensor_owner::gradient);  // zero_grad(set_to_none=True)
         detail::require(a.consistent(), "anatomy::replay_allocator: internal error, the allocator model lost a block");
     }
+    a.record_into(nullptr);
     return {a.peak_allocated(), a.peak_reserved(), a.out_of_memory()};
+}
+
+}  // namespace detail
+
+// Three steps of training (two forwards of serving), each micro-step in
+// order, against a fresh allocator holding at most `cap` (0: no cap).
+constexpr allocator_replay replay_allocator(const model_spec& model, const recipe& r, const shape& asked,
+                                           bytes cap = {}, const device_profile& device = devices::h200) {
+    caching_allocator a(cap);
+    return detail::replay_on(model, r, asked, device, a);
+}
+
+// The same replay, recorded: every allocation and free, and the phases.
+// Run time only.
+inline memory_timeline record_replay(const model_spec& model, const recipe& r, const shape& s,
+                                     const device_profile& device = devices::h200) {
+    memory_timeline t;
+    caching_allocator a;
+    (void)detail::replay_on(model, r, s, device, a, &t);
+    return t;
 }
 
 }  // namespace anatomy

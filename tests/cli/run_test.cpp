@@ -303,6 +303,26 @@ TEST_CASE("sweep --svg draws one line per sequence length, a point per batch, an
     CHECK(svg.find("class=\"budget\"") != std::string::npos);
 }
 
+TEST_CASE("estimate --plot draws the last step: four stacks, reserved, the phases, the replayed peak") {
+    const std::string path = (std::filesystem::temp_directory_path() / "anatomy_plot_test.svg").string();
+    const json j = run_json({"estimate", "--model", "gpt2", "--batch", "2", "--seq", "256", "--autocast", "bf16",
+                             "--plot", path, "--json"});
+    std::ifstream in(path);
+    const std::string svg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::filesystem::remove(path);
+    const auto count = [&](const std::string& what) {
+        std::size_t n = 0;
+        for (std::size_t at = svg.find(what); at != std::string::npos; at = svg.find(what, at + 1)) ++n;
+        return n;
+    };
+    CHECK(count("<path class=\"stack\"") == 4);
+    CHECK(count("<polyline class=\"reserved\"") == 1);
+    CHECK(count("<line class=\"phase\"") == 3);  // the last step's forward, backward and optimizer step
+    for (const char* phase : {">forward<", ">backward<", ">optimizer<"}) CHECK(count(phase) == 1);
+    CHECK(count("data-peak-bytes=\"" + std::to_string(j["replayed_peak_bytes"].get<std::uint64_t>()) + "\"") == 1);
+    CHECK(count("<text class=\"alive\"") >= 3);
+}
+
 TEST_CASE("sizes past 64 bits are an overflow error on every path: exit 1, a message naming it") {
     const std::string huge = "1099511627776";  // 2^40
     const auto args = GENERATE_COPY(values<std::vector<std::string>>({
