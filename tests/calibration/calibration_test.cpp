@@ -306,8 +306,8 @@ TEST_CASE("DeepSpeed ZeRO on one GPU matches its H200 measurements", "[calibrati
 
 TEST_CASE("largest batches under a cap are never above the measured ones", "[calibration][max_batch]") {
     // Every largest-batch search measured with set_per_process_memory_fraction
-    // (the families, real-size and recipes files): max_batch must be safe,
-    // and at most one short.
+    // (the families, real-size and recipes files, LLM.int8 with LoRA among
+    // them): max_batch must be safe, and at most one short.
     std::size_t searches = 0;
     for (const auto& [path, configs] : {std::pair{ANATOMY_FAMILIES_FILE, ANATOMY_CALIBRATION_CONFIGS},
                                         std::pair{ANATOMY_REALSIZE_FILE, ANATOMY_CALIBRATION_CONFIGS},
@@ -323,12 +323,14 @@ TEST_CASE("largest batches under a cap are never above the measured ones", "[cal
             const model_spec model = model_named(spec.at("model").get<std::string>(), configs);
             const bytes budget{static_cast<std::uint64_t>(spec.at("budget_gib").get<double>() * 1073741824.0)};
             const std::uint64_t measured = j.at("max_batch").get<std::uint64_t>();
-            const std::uint64_t predicted =
-                max_batch(model, recipe_of(spec), {.seq = spec.at("seq").get<std::uint64_t>()}, budget);
+            recipe r = recipe_of(spec);
+            const auto targets = spec.value("lora_targets", std::vector<std::string>{});
+            for (std::size_t i = 0; i < targets.size(); ++i) r.lora.targets[i] = targets[i];
+            const std::uint64_t predicted = max_batch(model, r, {.seq = spec.at("seq").get<std::uint64_t>()}, budget);
             CHECK(predicted <= measured);
             CHECK(predicted + 1 >= measured);
             ++searches;
         }
     }
-    CHECK(searches == 5);
+    CHECK(searches == 7);
 }
