@@ -24,20 +24,17 @@ struct step_window {
     std::size_t first, end;  // samples of the last step: [first, end)
 };
 
-// The last step: from the forward that follows the second-to-last optimizer
-// step (training) or the last forward (serving), to the end.
+// The last step: from the earliest forward after the previous step's
+// optimizer mark (training, any accumulation), or from the last
+// forward (serving, where no optimizer mark ends the timeline).
 inline step_window last_step(const memory_timeline& t) {
     std::size_t first = 0;
-    std::size_t optimizers = 0;
-    for (const phase_mark& p : t.phases) optimizers += std::strcmp(p.name, "optimizer") == 0 ? 1 : 0;
-    std::size_t seen = 0;
-    bool open = optimizers < 2;  // with under two optimizer steps, the last forward starts it
-    for (const phase_mark& p : t.phases) {
-        if (std::strcmp(p.name, "optimizer") == 0 && ++seen == optimizers - 1) open = true;
-        if (std::strcmp(p.name, "forward") == 0 && open) {
-            first = p.sample;
-            if (optimizers >= 2) break;
-        }
+    int optimizers = 0;
+    for (auto p = t.phases.rbegin(); p != t.phases.rend(); ++p) {
+        if (std::strcmp(p->name, "optimizer") == 0 && ++optimizers == 2) break;
+        if (std::strcmp(p->name, "forward") != 0) continue;
+        first = p->sample;
+        if (optimizers == 0) break;
     }
     return {first, t.samples.size()};
 }

@@ -94,13 +94,6 @@ struct enum_names<figure_source> {
 };
 
 template <>
-struct enum_names<sdpa_backend> {
-    static constexpr std::string_view what = "SDPA backend";
-    static constexpr std::array<std::pair<sdpa_backend, std::string_view>, 3> table{
-        {{sdpa_backend::cudnn, "cudnn"}, {sdpa_backend::flash, "flash"}, {sdpa_backend::efficient, "efficient"}}};
-};
-
-template <>
 struct enum_names<quantization> {
     static constexpr std::string_view what = "quantization";
     static constexpr std::array<std::pair<quantization, std::string_view>, 4> table{

@@ -321,6 +321,17 @@ TEST_CASE("estimate --plot draws the last step: four stacks, reserved, the phase
     for (const char* phase : {">forward<", ">backward<", ">optimizer<"}) CHECK(count(phase) == 1);
     CHECK(count("data-peak-bytes=\"" + std::to_string(j["replayed_peak_bytes"].get<std::uint64_t>()) + "\"") == 1);
     CHECK(count("<text class=\"alive\"") >= 3);
+    // Accumulating, the last step is both micro-steps and the optimizer step.
+    REQUIRE(run({"estimate", "--model", "gpt2", "--batch", "2", "--seq", "256", "--grad-accum", "2", "--plot", path})
+                .status == 0);
+    std::ifstream accumulated(path);
+    const std::string svg2((std::istreambuf_iterator<char>(accumulated)), std::istreambuf_iterator<char>());
+    std::filesystem::remove(path);
+    std::size_t phases = 0;
+    for (std::size_t at = svg2.find("<line class=\"phase\""); at != std::string::npos;
+         at = svg2.find("<line class=\"phase\"", at + 1))
+        ++phases;
+    CHECK(phases == 5);  // forward, backward, forward, backward, optimizer
 }
 
 TEST_CASE("sizes past 64 bits are an overflow error on every path: exit 1, a message naming it") {
