@@ -62,7 +62,11 @@ struct model_spec {
     constexpr std::uint64_t rotary_width() const {
         if (attention.positions != position_kind::rotary) return 0;
         if (attention.latent()) return attention.rope_head_dim;
-        const auto rotated = static_cast<std::uint64_t>(static_cast<double>(head_width()) * attention.rotary_fraction);
+        // The fraction is in (0, 1]; in double a head near 2^64 wide rounds
+        // up to 2^64, which no cast may take (found by fuzz_hf_config).
+        const double product = static_cast<double>(head_width()) * attention.rotary_fraction;
+        const std::uint64_t rotated =
+            product >= static_cast<double>(head_width()) ? head_width() : static_cast<std::uint64_t>(product);
         return rotated - rotated % 2;
     }
 };

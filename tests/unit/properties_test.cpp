@@ -80,3 +80,16 @@ TEST_CASE("sizes past 64 bits throw overflow_error, never a wrapped size", "[pro
     }
     CHECK(checked >= 4 * 50);
 }
+
+TEST_CASE("a head near 2^64 wide rotates every feature, without an out-of-range cast") {
+    // fuzz_hf_config's finding: in double, 2^64 - 2 rounds up to 2^64, which
+    // cast to 64 bits is undefined (UBSan stopped CI).
+    model_spec m = presets::llama_3_2_1b;
+    m.hidden = 18446744073709551614ULL;
+    m.attention.heads = 1;
+    m.attention.kv_heads = 1;
+    m.attention.head_dim = 0;
+    CHECK(m.rotary_width() == 18446744073709551614ULL);
+    m.attention.rotary_fraction = 0.5;
+    CHECK(m.rotary_width() == 9223372036854775808ULL);  // half, rounded in double: 2^63
+}
