@@ -543,6 +543,7 @@ inline std::string shape_text(const request& q, bool with_batch) {
 struct estimate_result {
     memory_estimate e;
     allocator_replay replay;
+    bool fits = false;  // with a budget, by max-batch's test: set by with_fit
 };
 
 // What the step takes of the card: the allocator's reserved memory, the
@@ -556,18 +557,63 @@ inline bytes device_need(const request& q, const estimate_result& x) {
           shape_text(q, with_batch));
 }
 
-inline estimate_result run_estimate(const request& q, const shape& s, bool with_batch) {
+// Whether step `s` fits the request's budget, by max-batch's test: a paged
+// optimizer's managed memory comes out of a card's memory first (a --budget
+// is the allocator's cap, which it does not touch), then the allocator,
+// replayed under the cap with the cuBLAS workspaces taken first.
+inline bool step_fits(const request& q, const estimator& prepared, const shape& s, const estimate_result& x) {
+    const bytes managed = q.gpu ? x.e.managed : bytes{};
+    if (managed >= q.budget) return false;
+    // A step whose uncapped replay stays under the cap runs the same under it,
+    // and one whose peak is over it cannot: only the rest is replayed capped.
+    if (device_need(q, x) <= q.budget) return true;
+    if (x.e.peak + cublas_workspace(q.make_recipe(), q.device()) > q.budget - managed) return false;
+    try {
+        return fits_under(prepared, s, q.budget - managed);
+    } catch (const overflow_error&) {
+        return false;
+    }
+}
+
+// The estimate of step `s` with its fit under the request's budget.
+inline estimate_result with_fit(const request& q, const estimator& prepared, const shape& s, estimate_result x) {
+    if (q.budget.count > 0) x.fits = step_fits(q, prepared, s, x);
+    return x;
+}
+
+// The request's estimator: its model and recipe lowered once for every shape.
+inline estimator prepare_estimator(const request& q) {
+    try {
+        return estimator(q.model, q.make_recipe(), q.device());
+    } catch (const overflow_error&) {
+        overflowed(q, false);
+    } catch (const anatomy::error& e) {
+        input("{}", without_prefix(e.what()));
+    }
+}
+
+inline estimate_result run_estimate(const request& q, const estimator& prepared, const shape& s, bool with_batch) {
     try {
         // Token counts must fit 64 bits even where the estimate does not use them all;
         // bytes arithmetic is checked, so count them as bytes.
         (void)(s.batch * (s.seq * B) + s.batch * (target_length(s) * B));
-        const recipe r = q.make_recipe();
-        return {estimate(q.model, r, s, q.device()), replay_allocator(q.model, r, s, {}, q.device())};
+        return {prepared.estimate(s), prepared.replay(s)};
     } catch (const overflow_error&) {
         overflowed(q, with_batch);
     } catch (const anatomy::error& e) {
         input("{}", without_prefix(e.what()));
     }
+}
+
+// One estimate of the request, its fit under the budget included.
+inline estimate_result run_estimate(const request& q, const shape& s, bool with_batch) {
+    try {
+        (void)(s.batch * (s.seq * B) + s.batch * (target_length(s) * B));
+    } catch (const overflow_error&) {
+        overflowed(q, with_batch);
+    }
+    const estimator prepared = prepare_estimator(q);
+    return with_fit(q, prepared, s, run_estimate(q, prepared, s, with_batch));
 }
 
 // --- output ----------------------------------------------------------------------
@@ -698,27 +744,13 @@ inline void print_estimate(std::ostream& out, const estimate_result& x) {
     t.print(out);
 }
 
-// Whether the request's step fits its budget, by max-batch's test: a paged
-// optimizer's managed memory comes out of a card's memory first (a --budget
-// is the allocator's cap, which it does not touch), then the allocator,
-// replayed under the cap with the cuBLAS workspaces taken first.
-inline bool step_fits(const request& q, const estimate_result& x) {
-    const bytes managed = q.gpu ? x.e.managed : bytes{};
-    if (managed >= q.budget) return false;
-    try {
-        return fits_under(q.model, q.make_recipe(), q.s, q.budget - managed, q.device());
-    } catch (const overflow_error&) {
-        return false;
-    }
-}
-
 inline void print_fit(std::ostream& out, const request& q, const estimate_result& x) {
     const bytes needed = device_need(q, x);
     const std::string where = q.gpu ? fmt::format("{} ({} total, context {})", q.gpu->name, q.gpu->total, q.gpu->context)
                                     : fmt::format("budget {}", q.budget);
     out << fmt::format("\n{}: needs {} = reserved {} + cuBLAS workspaces {}; {}\n", where, needed,
                        x.replay.peak_reserved, cublas_workspace(q.make_recipe(), q.device()),
-                       step_fits(q, x) ? "fits (as max-batch tests it: the allocator replayed under the cap)"
+                       x.fits ? "fits (as max-batch tests it: the allocator replayed under the cap)"
                                        : "does not fit (as max-batch tests it: the allocator replayed under the cap)");
 }
 
@@ -757,7 +789,7 @@ inline ojson gpu_json(const request& q, const estimate_result& x) {
                                    {"sdpa_backend", name_of(d.kernels_from)}}},
                  {"budget_bytes", q.budget.count},
                  {"needed_bytes", needed.count},
-                 {"fits", step_fits(q, x)}};
+                 {"fits", x.fits}};
 }
 
 inline ojson spec_json(const model_spec& m) {
@@ -864,7 +896,7 @@ inline void cmd_estimate(const raw_options& o, std::ostream& out) {
         if (q.gpu) j["gpu"] = gpu_json(q, e);
         if (q.budget.count > 0) {
             j["budget_bytes"] = q.budget.count;
-            j["fits"] = step_fits(q, e);
+            j["fits"] = e.fits;
         }
         if (o.explain) j["explain"] = explain_json(q);
         out << json_text(j) << '\n';
@@ -879,16 +911,15 @@ inline void cmd_estimate(const raw_options& o, std::ostream& out) {
 
 inline void cmd_max_batch(const raw_options& o, std::ostream& out) {
     const request q = build_request(o, false);
+    const estimator prepared = prepare_estimator(q);
     std::uint64_t best = 0;
     try {
         // A paged optimizer's managed memory comes out of a card's memory
         // first; a --budget is the allocator's cap, which it does not touch.
         shape one = q.s;
         one.batch = 1;
-        const bytes managed = q.gpu ? estimate(q.model, q.make_recipe(), one, q.device()).managed : bytes{};
-        best = managed >= q.budget ? 0
-                                   : max_batch(q.model, q.make_recipe(), q.s, q.budget - managed, max_batch_search_limit,
-                                               q.device());
+        const bytes managed = q.gpu ? prepared.estimate(one).managed : bytes{};
+        best = managed >= q.budget ? 0 : max_batch(prepared, q.s, q.budget - managed);
     } catch (const overflow_error&) {
         overflowed(q, false);
     } catch (const anatomy::error& e) {
@@ -896,7 +927,7 @@ inline void cmd_max_batch(const raw_options& o, std::ostream& out) {
     }
     shape at = q.s;
     at.batch = std::max<std::uint64_t>(best, 1);
-    const estimate_result e = run_estimate(q, at, false);
+    const estimate_result e = run_estimate(q, prepared, at, false);
     const bool capped = best == max_batch_search_limit;
     const std::string cap_note = fmt::format(
         "the batch is capped at the search limit ({}): the true maximum may be larger", max_batch_search_limit);

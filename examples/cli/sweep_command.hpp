@@ -83,16 +83,14 @@ inline sweep_result run_sweep(const raw_options& o) {
         // Each sequence length is checked as estimate checks it (learned positions, llm.c's T).
         const request q = build_request(at, true);
         if (r.cells.empty()) r.q = q;
+        const estimator prepared = prepare_estimator(q);
         for (const std::uint64_t batch : r.batches) {
             shape s = q.s;
             s.batch = batch;
             request point = q;
             point.s = s;
-            const estimate_result e = run_estimate(point, s, true);
-            // A step whose uncapped replay stays under the cap runs the same under it:
-            // only a step that reaches the cap needs the capped replay.
-            const bool fits = q.budget.count > 0 && (device_need(point, e) <= q.budget || step_fits(point, e));
-            r.cells.push_back({batch, seq, e.e.peak, e.replay.peak_reserved, fits});
+            const estimate_result e = with_fit(point, prepared, s, run_estimate(point, prepared, s, true));
+            r.cells.push_back({batch, seq, e.e.peak, e.replay.peak_reserved, e.fits});
         }
     }
     return r;

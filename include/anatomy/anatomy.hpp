@@ -8,6 +8,7 @@
 #include <anatomy/dtype.hpp>
 #include <anatomy/error.hpp>
 #include <anatomy/estimate.hpp>
+#include <anatomy/estimator.hpp>
 #include <anatomy/device.hpp>
 #include <anatomy/graph.hpp>
 #include <anatomy/kernels.hpp>

@@ -66,7 +66,8 @@ public:
     // Returns the block that holds the tensor: no_block for an empty request,
     // and when the request cannot be met under the cap (an OOM).
     constexpr block_id allocate(bytes request, tensor_owner owner) {
-        if (request.count == 0) return no_block;
+        // After a request failed the replay has its answer; the rest is not simulated.
+        if (request.count == 0 || out_of_memory_) return no_block;
         const std::uint64_t size = block_size(request).count;
         const bool small = size <= small_size;
         std::size_t b = best_fit(size, small);
@@ -83,7 +84,7 @@ public:
         }
         // Split when the remainder is worth keeping.
         const std::uint64_t rest = blocks_[b].size - size;
-        if (small ? rest >= allocator_min_block.count : rest > small_size) {
+        if (splits(small, rest)) {
             const std::size_t tail = add_block({.size = rest, .segment = blocks_[b].segment,
                                                 .offset = blocks_[b].offset + size, .small = small, .free = true});
             blocks_[b].size = size;
@@ -99,7 +100,6 @@ public:
         allocated_ += blocks_[b].size;
         owned_[static_cast<std::size_t>(owner)] += blocks_[b].size;
         if (allocated_ > peak_allocated_) peak_allocated_ = allocated_;
-        live_.push_back(b);
         sample();
         return b;
     }
@@ -114,25 +114,17 @@ public:
     // Frees the tensor that allocate() placed in `id` (no_block: nothing).
     constexpr void release(block_id id) {
         if (id == no_block) return;
-        for (std::size_t i = live_.size(); i-- > 0;) {
-            if (live_[i] != id) continue;
-            live_.erase(live_.begin() + static_cast<std::ptrdiff_t>(i));
-            free_block(id);
-            sample();
-            return;
-        }
-        throw error("anatomy::caching_allocator::release: the block is not live; a tensor was freed twice");
+        if (id >= blocks_.size() || blocks_[id].free || blocks_[id].dead)
+            throw error("anatomy::caching_allocator::release: the block is not live; a tensor was freed twice");
+        free_block(id);
+        sample();
     }
 
-    // Frees every live block of `owner`.
+    // Frees every live block of `owner`. The order does not matter: free
+    // neighbours merge into the same blocks whichever is freed first.
     constexpr void release_all(tensor_owner owner) {
-        std::size_t kept = 0;
-        for (std::size_t i = 0; i < live_.size(); ++i) {
-            const std::size_t b = live_[i];
-            if (blocks_[b].owner == owner) free_block(b);
-            else live_[kept++] = b;
-        }
-        live_.resize(kept);
+        for (std::size_t b = 0; b < blocks_.size(); ++b)
+            if (!blocks_[b].dead && !blocks_[b].free && blocks_[b].owner == owner) free_block(b);
         sample();
     }
 
@@ -148,7 +140,7 @@ public:
             if (b.free) ++free_blocks;
             else used += b.size;
         }
-        return total == reserved_ && used == allocated_ && free_blocks == free_.size();
+        return total == reserved_ && used == allocated_ && free_blocks == free_[0].size() + free_[1].size();
     }
     constexpr bytes allocated() const { return bytes{allocated_}; }
     constexpr bytes reserved() const { return bytes{reserved_}; }
@@ -171,6 +163,11 @@ private:
         std::size_t next = none;
         bool dead = false;  // merged away
     };
+
+    // Whether a block is split when `rest` of it would be left over.
+    static constexpr bool splits(bool small, std::uint64_t rest) {
+        return small ? rest >= allocator_min_block.count : rest > small_size;
+    }
 
     static constexpr std::uint64_t segment_size(std::uint64_t size) {
         if (size <= small_size) return small_buffer;
@@ -199,50 +196,59 @@ private:
         return b;
     }
 
-    // Free blocks are kept sorted by (pool, size, segment, offset): the
+    // Free blocks are kept per pool, sorted by (size, segment, offset): the
     // allocator's own (stream, size, address) order.
+    constexpr std::vector<std::size_t>& pool(bool small) { return free_[small ? 1 : 0]; }
+    constexpr const std::vector<std::size_t>& pool(bool small) const { return free_[small ? 1 : 0]; }
     constexpr bool before(std::size_t a, std::size_t b) const {
         const block& x = blocks_[a];
         const block& y = blocks_[b];
-        if (x.small != y.small) return x.small;
         if (x.size != y.size) return x.size < y.size;
         if (x.segment != y.segment) return x.segment < y.segment;
         return x.offset < y.offset;
     }
-    // The first position whose block is not before (small, size, 0, 0).
+    // The first position in the pool whose block is at least `size`.
     constexpr std::size_t lower_bound(bool small, std::uint64_t size) const {
+        const std::vector<std::size_t>& list = pool(small);
         std::size_t lo = 0;
-        std::size_t hi = free_.size();
+        std::size_t hi = list.size();
         while (lo < hi) {
             const std::size_t mid = lo + (hi - lo) / 2;
-            const block& c = blocks_[free_[mid]];
-            const bool less = c.small != small ? c.small : c.size < size;
-            if (less) lo = mid + 1;
+            if (blocks_[list[mid]].size < size) lo = mid + 1;
+            else hi = mid;
+        }
+        return lo;
+    }
+    // The first position in its pool whose block is not before block b.
+    constexpr std::size_t position_of(std::size_t b) const {
+        const std::vector<std::size_t>& list = pool(blocks_[b].small);
+        std::size_t lo = 0;
+        std::size_t hi = list.size();
+        while (lo < hi) {
+            const std::size_t mid = lo + (hi - lo) / 2;
+            if (before(list[mid], b)) lo = mid + 1;
             else hi = mid;
         }
         return lo;
     }
     constexpr void list_free(std::size_t b) {
-        std::size_t lo = lower_bound(blocks_[b].small, blocks_[b].size);
-        while (lo < free_.size() && before(free_[lo], b)) ++lo;
-        free_.insert(free_.begin() + static_cast<std::ptrdiff_t>(lo), b);
+        std::vector<std::size_t>& list = pool(blocks_[b].small);
+        list.insert(list.begin() + static_cast<std::ptrdiff_t>(position_of(b)), b);
     }
     constexpr void unlist_free(std::size_t b) {
-        for (std::size_t i = lower_bound(blocks_[b].small, blocks_[b].size); i < free_.size(); ++i) {
-            if (free_[i] == b) {
-                free_.erase(free_.begin() + static_cast<std::ptrdiff_t>(i));
-                return;
-            }
-        }
+        std::vector<std::size_t>& list = pool(blocks_[b].small);
+        const std::size_t i = position_of(b);
+        if (i < list.size() && list[i] == b) list.erase(list.begin() + static_cast<std::ptrdiff_t>(i));
     }
 
     // The smallest free block of the pool that fits, the lowest segment and
     // offset among equals.
     constexpr std::size_t best_fit(std::uint64_t size, bool small) {
+        std::vector<std::size_t>& list = pool(small);
         const std::size_t i = lower_bound(small, size);
-        if (i == free_.size() || blocks_[free_[i]].small != small) return none;
-        const std::size_t b = free_[i];
-        free_.erase(free_.begin() + static_cast<std::ptrdiff_t>(i));
+        if (i == list.size()) return none;
+        const std::size_t b = list[i];
+        list.erase(list.begin() + static_cast<std::ptrdiff_t>(i));
         return b;
     }
 
@@ -284,18 +290,20 @@ private:
 
     // release_cached_blocks(): segments whose one block is free go back to CUDA.
     constexpr void release_free_segments() {
-        std::size_t kept = 0;
-        for (std::size_t i = 0; i < free_.size(); ++i) {
-            const std::size_t b = free_[i];
-            if (blocks_[b].prev == none && blocks_[b].next == none) {
-                reserved_ -= blocks_[b].size;
-                blocks_[b].dead = true;
-                spare_.push_back(b);
-            } else {
-                free_[kept++] = b;
+        for (std::vector<std::size_t>& list : free_) {
+            std::size_t kept = 0;
+            for (std::size_t i = 0; i < list.size(); ++i) {
+                const std::size_t b = list[i];
+                if (blocks_[b].prev == none && blocks_[b].next == none) {
+                    reserved_ -= blocks_[b].size;
+                    blocks_[b].dead = true;
+                    spare_.push_back(b);
+                } else {
+                    list[kept++] = b;
+                }
             }
+            list.resize(kept);
         }
-        free_.resize(kept);
     }
 
     std::uint64_t cap_ = 0;
@@ -306,8 +314,7 @@ private:
     std::uint64_t segments_ = 0;
     bool out_of_memory_ = false;
     std::vector<block> blocks_;
-    std::vector<std::size_t> free_;
-    std::vector<std::size_t> live_;
+    std::array<std::vector<std::size_t>, 2> free_;  // the large pool's free blocks, the small pool's
     std::vector<std::size_t> spare_;
     std::array<std::uint64_t, 4> owned_{};  // allocated bytes by tensor_owner
     memory_timeline* timeline_ = nullptr;

@@ -573,7 +573,7 @@ private:
                 running::product(live_bytes::signed_size(bytes{checked_mul(run.repeat / walks, allocator_ ? 1 : times)}),
                                  live_bytes::signed_size(walk.forward_scoped())));
             previous_block_ = walk.output_block();
-            if (allocator_) recorded_.push_back(walk.blocks());
+            if (allocator_) walk.blocks().push_to(recorded_, ex.kernels.size());
         }
         // Past the first layers' stage, the embedding output held for them is freed.
         if (held_embedding_.count > 0 && st.block && !next_is_block(run)) {
@@ -681,10 +681,7 @@ private:
         const std::uint64_t walks = allocator_ ? run.repeat : 1;
         for (std::uint64_t w = 0; w < walks; ++w) {
             walk_blocks forward_blocks{};
-            if (allocator_) {
-                forward_blocks = recorded_.back();
-                recorded_.pop_back();
-            }
+            if (allocator_) forward_blocks.pop_from(recorded_, ex.kernels.size());
             const block_id input_block = forward_blocks.tensor[index_of(input_slot)];
             stage_walk walk(ex.kernels, out.slot, run.input, plan_.encoder, input_block, input_held(run.stage));
             live_bytes one{};
@@ -750,7 +747,7 @@ private:
     block_id previous_block_ = no_block;
     bytes held_embedding_{};
     block_id held_embedding_block_ = no_block;
-    std::vector<walk_blocks> recorded_;
+    std::vector<block_id> recorded_;  // walk_blocks::push_to of every layer walked forward
     // What the step's autograd graph keeps past its kernels' backward
     // (kernel::saved_with_graph), freed when the backward ends.
     bytes graph_kept_{};
@@ -778,30 +775,44 @@ constexpr void validate(const recipe& r, const device_profile& device) {
                     "use fp16 or fp32 (weights, autocast, quant_compute)");
 }
 
-// `device`: the GPU the step runs on (its SDPA kernels, SM count); the
-// measured H200 by default.
-constexpr memory_estimate estimate(const model_spec& model, const recipe& r, const shape& asked,
-                                   const device_profile& device = devices::h200) {
+namespace detail {
+
+// What every estimate of one model under one recipe shares, whatever the
+// shape: the lowered graph and the model state. Probing many shapes (a
+// max_batch solve, a sweep) prepares once.
+struct prepared_step {
+    op_graph graph;
+    memory_estimate counts;  // the parameter counts and the model state
+    state_count state;
+};
+
+constexpr prepared_step prepare_step(const model_spec& model, const recipe& r, const device_profile& device) {
     validate(r);
     validate(r, device);
-    validate(asked, model);
-    detail::require(!r.compile || (!model.experts.enabled() && !model.attention.latent() &&
-                                   model.stack != stack_kind::encoder_decoder),
-                    "anatomy::estimate: torch.compile is modelled for dense decoders and encoders; mixtures of "
-                    "experts, latent attention and encoder-decoders are not measured compiled: drop compile");
-    const shape s = resolve(asked, model);
-    const op_graph graph = lower(model);
-    detail::check_lora_targets(graph, r);
-
-    memory_estimate e{};
-    const state_count st = detail::count_model_state(graph, r, e);
+    require(!r.compile || (!model.experts.enabled() && !model.attention.latent() &&
+                           model.stack != stack_kind::encoder_decoder),
+            "anatomy::estimate: torch.compile is modelled for dense decoders and encoders; mixtures of "
+            "experts, latent attention and encoder-decoders are not measured compiled: drop compile");
+    prepared_step p{lower(model), {}, {}};
+    check_lora_targets(p.graph, r);
+    memory_estimate& e = p.counts;
+    p.state = count_model_state(p.graph, r, e);
     // LoRA adapters are not in the graph: every token passes through them.
-    e.active_params = detail::checked_add(active_parameter_count(graph, model), e.params - parameter_count(graph));
-    e.model_state = st.logical;
-    (r.offload_to == offload_device::nvme ? e.nvme : e.host) = st.host;
-    e.managed = st.managed;
-    // Gradients of earlier micro-steps, or DDP's buckets viewed as gradients,
-    // stay alive through the forward.
+    e.active_params = checked_add(active_parameter_count(p.graph, model), e.params - parameter_count(p.graph));
+    e.model_state = p.state.logical;
+    (r.offload_to == offload_device::nvme ? e.nvme : e.host) = p.state.host;
+    e.managed = p.state.managed;
+    return p;
+}
+
+// The estimate of one shape, from the prepared model and recipe.
+constexpr memory_estimate estimate_prepared(const prepared_step& prepared, const model_spec& model, const recipe& r,
+                                            const shape& asked, const device_profile& device) {
+    validate(asked, model);
+    const shape s = resolve(asked, model);
+    const op_graph& graph = prepared.graph;
+    const state_count& st = prepared.state;
+    memory_estimate e = prepared.counts;
     const bool accumulating = detail::gradients_preallocated(r);
     const bytes resident = st.resident_blocks + st.bucket_blocks;
     const bytes gathered = detail::gathered_during_step(st, r);
@@ -836,6 +847,18 @@ constexpr memory_estimate estimate(const model_spec& model, const recipe& r, con
     // Whatever else is alive at the peak belongs to the step's tensors.
     l.activations = e.peak - state_blocks - l.temporaries - l.gathered_weights;
     return e;
+}
+
+}  // namespace detail
+
+// `device`: the GPU the step runs on (its SDPA kernels, SM count); the
+// measured H200 by default.
+constexpr memory_estimate estimate(const model_spec& model, const recipe& r, const shape& asked,
+                                   const device_profile& device = devices::h200) {
+    validate(r);
+    validate(r, device);
+    validate(asked, model);
+    return detail::estimate_prepared(detail::prepare_step(model, r, device), model, r, asked, device);
 }
 
 // Per-parameter bytes of a ledger entry, for tables such as "16 B/param".

@@ -269,7 +269,7 @@ constexpr std::uint64_t max_batch(const gpt2_config& c, const run_config& run, s
     validate(run);
     validate(c, 1, T);
     const auto need = [&](std::uint64_t B) { return device_footprint(peak_allocations(c, run, B, T)); };
-    return anatomy::detail::largest_batch(limit, [&](std::uint64_t B) {
+    return anatomy::detail::largest_batch_from(1, 0, limit, [&](std::uint64_t B) {
         if (std::is_constant_evaluated()) return need(B) <= budget;
         try {
             return need(B) <= budget;

@@ -3,6 +3,8 @@
 
 #include <anatomy/bytes.hpp>
 #include <anatomy/estimate.hpp>
+#include <anatomy/estimator.hpp>
+#include <anatomy/detail/largest_batch.hpp>
 #include <anatomy/device.hpp>
 #include <anatomy/reserved.hpp>
 #include <anatomy/shape.hpp>
@@ -27,53 +29,32 @@ namespace detail {
 // Whether `batch` runs under a cap of `budget` (set_per_process_memory_fraction)
 // in a fresh process: the cuBLAS workspaces come out of the cap first, then
 // the replayed allocator must never need a segment past it.
-constexpr bool batch_fits(const model_spec& m, const recipe& r, shape s, std::uint64_t batch, bytes budget,
-                          const device_profile& d) {
+constexpr bool batch_fits(const estimator& e, shape s, std::uint64_t batch, bytes budget) {
     s.batch = batch;
-    const bytes workspace = cublas_workspace(r, d);
+    const bytes workspace = cublas_workspace(e.step_recipe(), e.device());
     if (budget <= workspace) return false;
-    if (std::is_constant_evaluated()) return !replay_allocator(m, r, s, budget - workspace, d).out_of_memory;
+    if (std::is_constant_evaluated()) return !e.replay(s, budget - workspace).out_of_memory;
     try {
-        return !replay_allocator(m, r, s, budget - workspace, d).out_of_memory;
+        return !e.replay(s, budget - workspace).out_of_memory;
     } catch (const overflow_error&) {
         return false;  // a batch whose bytes overflow 64 bits fits no device
     }
 }
 
-// The analytic peak never exceeds what the allocator needs, so a batch whose
-// peak is over the budget cannot fit: a cheap upper bound for the search.
-constexpr bool peak_fits(const model_spec& m, const recipe& r, shape s, std::uint64_t batch, bytes budget,
-                         const device_profile& d) {
+// The analytic peak of `batch` plus the workspaces, or that its bytes
+// overflow 64 bits (a batch no device fits).
+struct batch_peak {
+    bytes need{};
+    bool overflows = false;
+};
+constexpr batch_peak peak_of(const estimator& e, shape s, std::uint64_t batch) {
     s.batch = batch;
-    if (std::is_constant_evaluated()) return estimate(m, r, s, d).peak + cublas_workspace(r, d) <= budget;
+    if (std::is_constant_evaluated()) return {e.estimate(s).peak + cublas_workspace(e.step_recipe(), e.device())};
     try {
-        return estimate(m, r, s, d).peak + cublas_workspace(r, d) <= budget;
+        return {e.estimate(s).peak + cublas_workspace(e.step_recipe(), e.device())};
     } catch (const overflow_error&) {
-        return false;
+        return {{}, true};
     }
-}
-
-// The largest batch in [1, limit] for which `fits` holds, 0 if none does.
-// Memory grows with the batch, as every op's does.
-template <class Fits>
-constexpr std::uint64_t largest_batch(std::uint64_t limit, Fits fits) {
-    if (!fits(1)) return 0;
-    std::uint64_t ok = 1;  // invariant: `ok` fits, `bad` does not (or is past the limit)
-    std::uint64_t bad = 2;
-    while (bad <= limit && fits(bad)) {
-        ok = bad;
-        bad = bad * 2;
-    }
-    if (bad > limit) {
-        if (fits(limit)) return limit;
-        bad = limit;
-    }
-    while (bad - ok > 1) {
-        const std::uint64_t mid = ok + (bad - ok) / 2;
-        if (fits(mid)) ok = mid;
-        else bad = mid;
-    }
-    return ok;
 }
 
 }  // namespace detail
@@ -81,28 +62,66 @@ constexpr std::uint64_t largest_batch(std::uint64_t limit, Fits fits) {
 // Whether step `s` runs under `budget`, the caching allocator's cap, in a
 // fresh process: max_batch's own test, so that max_batch(...) fits and one
 // more does not.
+constexpr bool fits_under(const estimator& e, const shape& s, bytes budget) {
+    return detail::batch_fits(e, s, s.batch, budget);
+}
 constexpr bool fits_under(const model_spec& m, const recipe& r, const shape& s, bytes budget,
                           const device_profile& device = devices::h200) {
+    validate(r);
+    validate(r, device);
     validate(s, m);
-    return detail::batch_fits(m, r, s, s.batch, budget, device);
+    return fits_under(estimator(m, r, device), s, budget);
 }
 
 // The largest batch that trains (or serves) under `budget`, the caching
 // allocator's cap as torch.cuda.set_per_process_memory_fraction sets it, in a
 // fresh process: the cuBLAS workspaces and the allocator's reserved segments
 // included. 0 if even batch 1 does not fit. `per_batch.batch` is ignored.
-// The analytic peak bounds the search; allocator replays settle it.
+//
+// Memory is affine in the batch up to block rounding, so the analytic peaks
+// of batches 1 and 2 predict the answer; exact estimates around the
+// prediction settle the largest batch whose peak fits, which bounds the
+// answer from above (the allocator never needs less than the peak), and
+// allocator replays under the cap, counting down from there, settle it.
+constexpr std::uint64_t max_batch(const estimator& e, const shape& per_batch, bytes budget,
+                                  std::uint64_t limit = max_batch_search_limit) {
+    detail::require(limit > 0, "anatomy::max_batch: limit must be > 0");
+    shape s = per_batch;
+    s.batch = 1;
+    const detail::batch_peak one = detail::peak_of(e, s, 1);
+    if (one.overflows || one.need > budget) return 0;
+    std::uint64_t guess = limit;
+    if (limit > 1) {
+        const detail::batch_peak two = detail::peak_of(e, s, 2);
+        if (two.overflows || two.need > budget) {
+            guess = 1;
+        } else if (two.need > one.need) {
+            const std::uint64_t per_sample = (two.need - one.need).count;
+            const std::uint64_t more = (budget - one.need).count / per_sample;
+            guess = more >= limit - 1 ? limit : 1 + more;
+        }
+    }
+    const std::uint64_t peak_bound = detail::largest_batch_from(guess, 1, limit, [&](std::uint64_t b) {
+        const detail::batch_peak p = detail::peak_of(e, s, b);
+        return !p.overflows && p.need <= budget;
+    });
+    // Under a cap the allocator's verdict need not fall with the batch (a
+    // larger batch can split cached segments more luckily): the first batch
+    // that fits, counting down from the bound, is the largest that does.
+    std::uint64_t batch = peak_bound;
+    while (batch > 0 && !detail::batch_fits(e, s, batch, budget)) --batch;
+    return batch;
+}
 constexpr std::uint64_t max_batch(const model_spec& m, const recipe& r, const shape& per_batch, bytes budget,
                                   std::uint64_t limit = max_batch_search_limit,
                                   const device_profile& device = devices::h200) {
     detail::require(limit > 0, "anatomy::max_batch: limit must be > 0");
+    validate(r);
+    validate(r, device);
     shape s = per_batch;
     s.batch = 1;
     validate(s, m);
-    std::uint64_t batch =
-        detail::largest_batch(limit, [&](std::uint64_t b) { return detail::peak_fits(m, r, s, b, budget, device); });
-    while (batch > 0 && !detail::batch_fits(m, r, s, batch, budget, device)) --batch;
-    return batch;
+    return max_batch(estimator(m, r, device), per_batch, budget, limit);
 }
 
 // The largest batch on `device`: its memory less its CUDA context.

@@ -105,7 +105,7 @@ constexpr std::uint64_t max_batch_of_peak_set(const model_spec& m, const recipe&
     shape s = per_batch;
     s.batch = 1;
     validate(s, m);
-    return detail::largest_batch(limit, [&](std::uint64_t b) {
+    return detail::largest_batch_from(1, 0, limit, [&](std::uint64_t b) {
         s.batch = b;
         if (std::is_constant_evaluated()) return device_footprint(plan_peak_set(m, r, s).buffers) <= budget;
         try {

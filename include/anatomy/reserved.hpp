@@ -76,20 +76,16 @@ constexpr void optimizer_step(const op_graph& graph, const recipe& r, bool first
 
 // Three steps of training (two forwards of serving), each micro-step in
 // order, on `a`; `timeline`, when given, records them.
-constexpr allocator_replay replay_on(const model_spec& model, const recipe& r, const shape& asked,
-                                     const device_profile& device, caching_allocator& a,
+constexpr allocator_replay replay_on(const prepared_step& prepared, const model_spec& model, const recipe& r,
+                                     const shape& asked, const device_profile& device, caching_allocator& a,
                                      memory_timeline* timeline = nullptr) {
-    validate(r);
-    validate(r, device);
     validate(asked, model);
     const shape s = resolve(asked, model);
-    const op_graph graph = lower(model);
-    detail::check_lora_targets(graph, r);
+    const op_graph& graph = prepared.graph;
+    const state_count& st = prepared.state;
     a.record_into(timeline);
     a.mark("model");
     detail::build_model(graph, r, a);
-    memory_estimate counts{};
-    const state_count st = detail::count_model_state(graph, r, counts);
     // DDP's construction: one flat bucket holding every gradient (its 25 MiB
     // buckets are adjacent allocations; one block stands for them).
     if (detail::ddp(r)) a.allocate(st.logical.gradients, tensor_owner::model);
@@ -112,6 +108,15 @@ constexpr allocator_replay replay_on(const model_spec& model, const recipe& r, c
     }
     a.record_into(nullptr);
     return {a.peak_allocated(), a.peak_reserved(), a.out_of_memory()};
+}
+
+constexpr allocator_replay replay_on(const model_spec& model, const recipe& r, const shape& asked,
+                                     const device_profile& device, caching_allocator& a,
+                                     memory_timeline* timeline = nullptr) {
+    validate(r);
+    validate(r, device);
+    validate(asked, model);
+    return replay_on(prepare_step(model, r, device), model, r, asked, device, a, timeline);
 }
 
 }  // namespace detail

@@ -21,6 +21,7 @@
 
 #include <array>
 #include <cstdint>
+#include <vector>
 
 namespace anatomy {
 
@@ -89,6 +90,33 @@ struct walk_blocks {
         tensor.fill(no_block);
         extra.fill(no_block);
         weight.fill(no_block);
+    }
+
+    // Those of a stage of `n` kernels, appended to `out` (a stack of the
+    // layers walked forward: the replay keeps only what it uses), and taken
+    // back off it for the layer's backward.
+    constexpr void push_to(std::vector<block_id>& out, std::size_t n) const {
+        for (std::size_t i = 0; i < n; ++i) {
+            out.push_back(tensor[i]);
+            out.push_back(extra[i]);
+            out.push_back(weight[i]);
+        }
+        out.push_back(tensor[index_of(encoder_slot)]);
+        out.push_back(tensor[index_of(input_slot)]);
+    }
+    constexpr void pop_from(std::vector<block_id>& in, std::size_t n) {
+        tensor[index_of(input_slot)] = in.back();
+        in.pop_back();
+        tensor[index_of(encoder_slot)] = in.back();
+        in.pop_back();
+        for (std::size_t i = n; i-- > 0;) {
+            weight[i] = in.back();
+            in.pop_back();
+            extra[i] = in.back();
+            in.pop_back();
+            tensor[i] = in.back();
+            in.pop_back();
+        }
     }
 };
 

@@ -46,6 +46,10 @@ static_assert(max_batch(presets::llama_3_8b, {.weights = dtype::bf16}, {.seq = 4
 static_assert(max_batch(presets::tinybert, {}, {.seq = 64}, 1 * GiB, 4) == 4);
 static_assert(replay_allocator(presets::tinybert, {}, {.batch = 2, .seq = 64}).peak_reserved >=
               estimate(presets::tinybert, {}, {.batch = 2, .seq = 64}).peak);
+// An estimator lowers the model once for many shapes, here as at run time.
+static_assert(estimator(presets::tinybert, {}).estimate({.batch = 2, .seq = 64}).peak ==
+              estimate(presets::tinybert, {}, {.batch = 2, .seq = 64}).peak);
+static_assert(detail::largest_batch_from(3, 0, 1000, [](std::uint64_t b) { return b <= 700; }) == 700);
 
 // The CUDA driver as measured on an H200: whole 2 MiB pages from 2 MiB up,
 // 512-byte slots of shared pool pages below.

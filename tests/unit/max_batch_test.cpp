@@ -94,3 +94,53 @@ TEST_CASE("sliding-window layers are a cycle of stages; the estimate is linear i
     const shape s{.batch = 1, .seq = 1024};
     CHECK(replay_allocator(presets::gemma_3_1b, r, s).peak_allocated >= estimate(presets::gemma_3_1b, r, s).peak);
 }
+
+TEST_CASE("the search from a guess finds the largest fitting batch in a few probes", "[max_batch][search]") {
+    // Every threshold, every guess: the answer is the threshold, and the
+    // probes grow with the log of the guess's distance from it, not with it.
+    constexpr std::uint64_t limit = 200;
+    for (std::uint64_t answer = 0; answer <= limit; ++answer) {
+        for (std::uint64_t guess = 1; guess <= limit; ++guess) {
+            for (const std::uint64_t known : {std::uint64_t{0}, answer > 0 ? std::uint64_t{1} : std::uint64_t{0}}) {
+                std::uint64_t probes = 0;
+                const std::uint64_t found = detail::largest_batch_from(guess, known, limit, [&](std::uint64_t b) {
+                    ++probes;
+                    REQUIRE(b >= 1);
+                    REQUIRE(b <= limit);
+                    return b <= answer;
+                });
+                INFO("answer " << answer << ", guess " << guess << ", known " << known);
+                REQUIRE(found == answer);
+                const std::uint64_t distance = guess > answer ? guess - answer : answer - guess;
+                std::uint64_t log2 = 0;
+                while ((std::uint64_t{1} << log2) <= distance) ++log2;
+                REQUIRE(probes <= 2 * log2 + 2);
+            }
+        }
+    }
+    // A right guess costs two probes: it fits and one more does not.
+    std::uint64_t probes = 0;
+    CHECK(detail::largest_batch_from(94, 1, 1 << 16, [&](std::uint64_t b) { return ++probes, b <= 94; }) == 94);
+    CHECK(probes == 2);
+    // The whole 64-bit range: no step wraps.
+    CHECK(detail::largest_batch_from(1, 0, UINT64_MAX, [](std::uint64_t b) { return b <= (1ULL << 62); }) ==
+          1ULL << 62);
+}
+
+TEST_CASE("an estimator answers every shape as estimate() and replay_allocator() do, in any order",
+          "[max_batch][estimator]") {
+    const recipe r{.weights = dtype::bf16, .grad_checkpointing = true};
+    const estimator e(presets::gpt2, r);
+    for (const std::uint64_t batch : {4, 1, 8, 1}) {
+        const shape s{.batch = batch, .seq = 512};
+        INFO("batch " << batch);
+        CHECK(e.estimate(s).peak == estimate(presets::gpt2, r, s).peak);
+        CHECK(e.estimate(s).ledger.activations == estimate(presets::gpt2, r, s).ledger.activations);
+        CHECK(e.replay(s).peak_reserved == replay_allocator(presets::gpt2, r, s).peak_reserved);
+    }
+    CHECK(max_batch(e, {.seq = 512}, 8 * GiB) == max_batch(presets::gpt2, r, {.seq = 512}, 8 * GiB));
+    const device_matches v100 = find_devices("v100-16gb");
+    REQUIRE(v100.count == 1);
+    CHECK_THROWS_WITH(estimator(presets::gpt2, {.weights = dtype::bf16}, *v100.found[0]),
+                      Catch::Contains("bf16 needs compute capability 8.0"));
+}
