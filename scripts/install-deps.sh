@@ -2,7 +2,7 @@
 # Installs the Debian packages the project needs, only those missing.
 #   scripts/install-deps.sh          what the library, the CLI and examples need
 #   scripts/install-deps.sh --test   plus what the tests need (Catch2, clang and its sanitizer and
-#                                    libFuzzer runtimes)
+#                                    libFuzzer runtimes, Chromium to draw the plots)
 #   scripts/install-deps.sh --bench  plus Google Benchmark and hyperfine
 #   scripts/install-deps.sh --cuda   plus Debian's CUDA toolkit for anatomy-validate,
 #                                    unless an nvcc is already there (PATH or /usr/local/cuda)
@@ -12,7 +12,7 @@ packages=(g++ make cmake libboost-dev libfmt-dev nlohmann-json3-dev libcli11-dev
 cuda_from_debian=0
 for arg in "$@"; do
     case "$arg" in
-        --test) packages+=(catch2 clang libclang-rt-dev) ;;
+        --test) packages+=(catch2 clang libclang-rt-dev chromium) ;;
         --bench) packages+=(libbenchmark-dev hyperfine) ;;
         --cuda)
             if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then

@@ -1,5 +1,5 @@
 // `anatomy estimate ... --plot FILE.svg`: the replayed step over time, its
-// allocated bytes stacked by owner, the reserved bytes as a line, the phase
+// allocated bytes stacked by ledger entry, the reserved bytes as a line, the phase
 // boundaries, and the peak with the tensors --explain lists there.
 #pragma once
 
@@ -66,16 +66,31 @@ inline std::string step_plot_svg(const memory_timeline& t, const memory_snapshot
     const double n = static_cast<double>(std::max<std::size_t>(w.end - w.first, 2) - 1);
     const auto x = [&](std::size_t i) { return left + plot_w * static_cast<double>(i - w.first) / n; };
     const auto y = [&](double v) { return top + plot_h * (1 - v / ymax); };
-    // Bottom to top: what lives through the step first.
+    // Bottom to top, the ledger's entries: what lives through the step first.
+    // Only the entries the step holds are drawn and named.
     struct layer {
-        std::size_t owner;
+        block_use use;
         const char* name;
         const char* color;
     };
-    constexpr std::array<layer, 4> layers{{{static_cast<std::size_t>(tensor_owner::model), "weights and optimizer state", "#4e79a7"},
-                                           {static_cast<std::size_t>(tensor_owner::gradient), "gradients", "#f28e2b"},
-                                           {static_cast<std::size_t>(tensor_owner::step), "activations and temporaries", "#59a14f"},
-                                           {static_cast<std::size_t>(tensor_owner::cache), "autocast's cast cache", "#b07aa1"}}};
+    constexpr std::array<layer, block_use_count> entries{{{block_use::weights, "weights", "#4e79a7"},
+                                                          {block_use::master_weights, "master weights", "#76b7b2"},
+                                                          {block_use::optimizer_state, "optimizer state", "#9c755f"},
+                                                          {block_use::communication, "communication", "#bab0ac"},
+                                                          {block_use::gathered_weights, "gathered weights", "#edc948"},
+                                                          {block_use::gradients, "gradients", "#f28e2b"},
+                                                          {block_use::activations, "activations", "#59a14f"},
+                                                          {block_use::temporaries, "temporaries", "#e15759"}}};
+    std::vector<layer> layers;
+    std::vector<std::uint64_t> most;  // each drawn entry's largest allocation in the step
+    for (const layer& l : entries) {
+        std::uint64_t largest = 0;
+        for (std::size_t i = w.first; i < w.end; ++i)
+            largest = std::max(largest, t.samples[i].allocated[static_cast<std::size_t>(l.use)].count);
+        if (largest == 0) continue;
+        layers.push_back(l);
+        most.push_back(largest);
+    }
     std::string svg = fmt::format(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
         "font-family=\"sans-serif\" font-size=\"12\" data-peak-bytes=\"{2}\">\n"
@@ -88,15 +103,16 @@ inline std::string step_plot_svg(const memory_timeline& t, const memory_snapshot
         for (std::size_t k = 0; k < drawn.size(); ++k) {
             const std::size_t i = drawn[k];
             const double base = below[k];
-            const double top_v = base + static_cast<double>(t.samples[i].allocated[layers[l].owner].count);
+            const double top_v = base + static_cast<double>(t.samples[i].allocated[static_cast<std::size_t>(layers[l].use)].count);
             upper += fmt::format("{}{:.1f},{:.1f}", upper.empty() ? "M" : " L", x(i), y(top_v));
             below[k] = top_v;
             lower.push_back(fmt::format(" L{:.1f},{:.1f}", x(i), y(base)));
         }
         std::string back;
         for (std::size_t k = lower.size(); k-- > 0;) back += lower[k];
-        svg += fmt::format("<path class=\"stack\" fill=\"{}\" fill-opacity=\"0.85\" d=\"{}{} Z\"/>\n", layers[l].color,
-                           upper, back);
+        svg += fmt::format("<path class=\"stack\" data-entry=\"{}\" data-most-bytes=\"{}\" fill=\"{}\" "
+                           "fill-opacity=\"0.85\" d=\"{}{} Z\"/>\n",
+                           layers[l].name, most[l], layers[l].color, upper, back);
         svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>\n",
                            left + plot_w + 14, top + 18 * static_cast<double>(l), layers[l].color, left + plot_w + 32,
                            top + 10 + 18 * static_cast<double>(l), layers[l].name);
@@ -107,7 +123,7 @@ inline std::string step_plot_svg(const memory_timeline& t, const memory_snapshot
                                 y(static_cast<double>(t.samples[i].reserved.count)));
     svg += fmt::format("<polyline class=\"reserved\" fill=\"none\" stroke=\"black\" stroke-width=\"1.5\" points=\"{}\"/>\n"
                        "<text x=\"{}\" y=\"{}\">reserved (the replayed allocator)</text>\n",
-                       reserved, left + plot_w + 14, top + 10 + 18 * 4);
+                       reserved, left + plot_w + 14, top + 10 + 18 * static_cast<double>(layers.size()));
     for (int tick = 0; tick <= 4; ++tick) {
         const double v = ymax * tick / 4;
         svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{:.1f} GiB</text>\n", left - 6, y(v) + 4,
@@ -123,14 +139,16 @@ inline std::string step_plot_svg(const memory_timeline& t, const memory_snapshot
     const double peak_v = static_cast<double>(total(t.samples[peak]));
     svg += fmt::format("<circle class=\"peak\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"red\"/>\n"
                        "<text x=\"{}\" y=\"{}\" fill=\"red\">peak {:.2f} GiB ({} phase); alive there:</text>\n",
-                       x(peak), y(peak_v), left + plot_w + 14, top + 10 + 18 * 6, peak_v / static_cast<double>(GiB.count),
+                       x(peak), y(peak_v), left + plot_w + 14, top + 10 + 18 * static_cast<double>(layers.size() + 2),
+                       peak_v / static_cast<double>(GiB.count),
                        snap.phase);
     std::vector<snapshot_row> rows = snap.rows;
     std::sort(rows.begin(), rows.end(), [](const snapshot_row& a, const snapshot_row& b) { return a.total() > b.total(); });
     for (std::size_t i = 0; i < std::min<std::size_t>(rows.size(), 8); ++i) {
         const std::string label = rows[i].count > 1 ? fmt::format("{} x{}", rows[i].what, rows[i].count) : rows[i].what;
         svg += fmt::format("<text class=\"alive\" x=\"{}\" y=\"{}\">{:.2f} GiB  {}</text>\n", left + plot_w + 14,
-                           top + 10 + 18 * static_cast<double>(7 + i), in_gib(rows[i].total()), xml_escape(label.substr(0, 36)));
+                           top + 10 + 18 * static_cast<double>(layers.size() + 3 + i), in_gib(rows[i].total()),
+                           xml_escape(label.substr(0, 36)));
     }
     return svg + "</svg>\n";
 }

@@ -36,11 +36,36 @@ enum class tensor_owner : std::uint8_t {
     model,     // parameters and optimizer state: never freed
 };
 
-// The replay over time, when recorded (memory_timeline.hpp draws it): the
-// allocated bytes of each owner and the reserved bytes after every
+// What a block holds, by the estimate's ledger entries (memory_ledger): how
+// a recorded replay is broken down. Allocator rounding is in every block.
+enum class block_use : std::uint8_t {
+    weights,
+    gradients,
+    master_weights,
+    optimizer_state,
+    activations,  // the step's tensors, transient ones included
+    temporaries,  // the optimizer step's scratch
+    communication,  // DDP's buckets, DeepSpeed's buffers
+    gathered_weights,  // FSDP's and ZeRO-3's all-gathered parameters
+};
+inline constexpr std::size_t block_use_count = 8;
+
+// What an owner's blocks hold unless the allocation says otherwise.
+constexpr block_use default_use(tensor_owner owner) {
+    switch (owner) {
+        case tensor_owner::model: return block_use::weights;
+        case tensor_owner::gradient: return block_use::gradients;
+        case tensor_owner::step:
+        case tensor_owner::cache: break;
+    }
+    return block_use::activations;
+}
+
+// The replay over time, when recorded (the CLI's --plot draws it): the
+// allocated bytes of each use and the reserved bytes after every
 // allocation and free, and where each phase of the step begins.
 struct memory_sample {
-    std::array<bytes, 4> allocated;  // by tensor_owner: step, cache, gradient, model
+    std::array<bytes, block_use_count> allocated;  // by block_use
     bytes reserved;
 };
 struct phase_mark {
@@ -65,7 +90,8 @@ public:
 
     // Returns the block that holds the tensor: no_block for an empty request,
     // and when the request cannot be met under the cap (an OOM).
-    constexpr block_id allocate(bytes request, tensor_owner owner) {
+    constexpr block_id allocate(bytes request, tensor_owner owner) { return allocate(request, owner, default_use(owner)); }
+    constexpr block_id allocate(bytes request, tensor_owner owner, block_use use) {
         // After a request failed the replay has its answer; the rest is not simulated.
         if (request.count == 0 || out_of_memory_) return no_block;
         const std::uint64_t size = block_size(request).count;
@@ -97,8 +123,9 @@ public:
         blocks_[b].free = false;
         blocks_[b].requested = size;
         blocks_[b].owner = owner;
+        blocks_[b].use = use;
         allocated_ += blocks_[b].size;
-        owned_[static_cast<std::size_t>(owner)] += blocks_[b].size;
+        used_[static_cast<std::size_t>(use)] += blocks_[b].size;
         if (allocated_ > peak_allocated_) peak_allocated_ = allocated_;
         sample();
         return b;
@@ -159,6 +186,7 @@ private:
         bool free = true;
         std::uint64_t requested = 0;
         tensor_owner owner = tensor_owner::step;
+        block_use use = block_use::activations;
         std::size_t prev = none;
         std::size_t next = none;
         bool dead = false;  // merged away
@@ -255,14 +283,14 @@ private:
     constexpr void sample() {
         if (timeline_ == nullptr) return;
         memory_sample s{};
-        for (std::size_t i = 0; i < owned_.size(); ++i) s.allocated[i] = bytes{owned_[i]};
+        for (std::size_t i = 0; i < used_.size(); ++i) s.allocated[i] = bytes{used_[i]};
         s.reserved = bytes{reserved_};
         timeline_->samples.push_back(s);
     }
 
     constexpr void free_block(std::size_t b) {
         allocated_ -= blocks_[b].size;
-        owned_[static_cast<std::size_t>(blocks_[b].owner)] -= blocks_[b].size;
+        used_[static_cast<std::size_t>(blocks_[b].use)] -= blocks_[b].size;
         blocks_[b].free = true;
         // Merge with free neighbours in the same segment.
         const std::size_t next = blocks_[b].next;
@@ -316,7 +344,7 @@ private:
     std::vector<block> blocks_;
     std::array<std::vector<std::size_t>, 2> free_;  // the large pool's free blocks, the small pool's
     std::vector<std::size_t> spare_;
-    std::array<std::uint64_t, 4> owned_{};  // allocated bytes by tensor_owner
+    std::array<std::uint64_t, block_use_count> used_{};  // allocated bytes by block_use
     memory_timeline* timeline_ = nullptr;
 };
 

@@ -622,9 +622,9 @@ private:
     }
 
     constexpr void backward(running& bwd, bool grads_exist) {
-        const auto allocate = [&](bytes b) {
+        const auto allocate = [&](bytes b, block_use use = block_use::activations) {
             bwd.live += live_bytes::signed_size(b);
-            return allocator_ ? allocator_->allocate(b, tensor_owner::step) : no_block;
+            return allocator_ ? allocator_->allocate(b, tensor_owner::step, use) : no_block;
         };
         const compiled_tangents zeros = tangents();
         if (zeros.cache.count > 0) (void)allocate(zeros.cache);
@@ -662,7 +662,8 @@ private:
                     // free it at its end (traced: tinyllama ZeRO-2 with the
                     // optimizer offloaded, 953.67 MiB from setup_buckets).
                     if (i + 1 == plan_.run_count && (r_.parallel == parallelism::zero1 || r_.parallel == parallelism::zero2))
-                        (void)allocate(block_size(checked_mul(r_.zero_reduce_bucket, size_of(r_.weights).count) * B));
+                        (void)allocate(block_size(checked_mul(r_.zero_reduce_bucket, size_of(r_.weights).count) * B),
+                                       block_use::communication);
                 }
             }
             if (&target == &one_pass) bwd.repeat(one_pass.as_walk(), group.times);

@@ -51,25 +51,26 @@ constexpr void optimizer_step(const op_graph& graph, const recipe& r, bool first
         const bytes tensor = p.tensor.numel() * size_of(scratch_type(r.optimizer, state_type));
         for (std::uint64_t c = 0; c < p.copies; ++c) {
             if (first) {
-                if (master) a.allocate(p.tensor.numel() * size_of(dtype::fp32), tensor_owner::model);
+                if (master) a.allocate(p.tensor.numel() * size_of(dtype::fp32), tensor_owner::model, block_use::master_weights);
                 if (!pages_state(r.optimizer))  // paged state is managed memory, outside the allocator
                     for (bytes state : optimizer_state_tensors(r.optimizer, p.tensor, state_type))
-                        a.allocate(state, tensor_owner::model);
+                        a.allocate(state, tensor_owner::model, block_use::optimizer_state);
             }
-            if (scratch == step_scratch::one_per_tensor) a.allocate(tensor, tensor_owner::step);
-            if (is_zero(r.parallel) && master) a.allocate(p.tensor.numel() * size_of(dtype::fp32), tensor_owner::step);
+            if (scratch == step_scratch::one_per_tensor) a.allocate(tensor, tensor_owner::step, block_use::temporaries);
+            if (is_zero(r.parallel) && master)
+                a.allocate(p.tensor.numel() * size_of(dtype::fp32), tensor_owner::step, block_use::temporaries);
         }
         if (p.tensor.numel() > largest.numel()) {
             largest = p.tensor;
             largest_scratch = tensor;
         }
     });
-    if (first) a.allocate(optimizer_shared_state(r.optimizer, largest), tensor_owner::model);
+    if (first) a.allocate(optimizer_shared_state(r.optimizer, largest), tensor_owner::model, block_use::optimizer_state);
     a.release_all(tensor_owner::step);
     // The loop's two temporaries peak at the largest parameter.
     if (scratch == step_scratch::two_per_tensor) {
-        a.allocate(largest_scratch, tensor_owner::step);
-        a.allocate(largest_scratch, tensor_owner::step);
+        a.allocate(largest_scratch, tensor_owner::step, block_use::temporaries);
+        a.allocate(largest_scratch, tensor_owner::step, block_use::temporaries);
         a.release_all(tensor_owner::step);
     }
 }
@@ -88,7 +89,10 @@ constexpr allocator_replay replay_on(const prepared_step& prepared, const model_
     detail::build_model(graph, r, a);
     // DDP's construction: one flat bucket holding every gradient (its 25 MiB
     // buckets are adjacent allocations; one block stands for them).
-    if (detail::ddp(r)) a.allocate(st.logical.gradients, tensor_owner::model);
+    // Viewed as the gradients, the bucket is the ledger's gradients; otherwise its communication.
+    if (detail::ddp(r))
+        a.allocate(st.logical.gradients, tensor_owner::model,
+                   r.ddp_bucket_view ? block_use::gradients : block_use::communication);
     const bool view = detail::ddp(r) && r.ddp_bucket_view;
     const bytes gathered = detail::gathered_during_step(st, r);
     const recipe compute = compute_recipe(r);
@@ -97,7 +101,7 @@ constexpr allocator_replay replay_on(const prepared_step& prepared, const model_
         for (std::uint64_t micro = 0; micro < r.grad_accum; ++micro) {
             // FSDP's all-gathered parameters: freed when the step's tensors are.
             a.mark("forward");
-            (void)a.allocate(gathered, tensor_owner::step);
+            (void)a.allocate(gathered, tensor_owner::step, block_use::gathered_weights);
             (void)detail::walk_step(graph, model, compute, s, device, 0, micro > 0 || view, &a);
         }
         if (r.inference) continue;

@@ -303,7 +303,7 @@ TEST_CASE("sweep --svg draws one line per sequence length, a point per batch, an
     CHECK(svg.find("class=\"budget\"") != std::string::npos);
 }
 
-TEST_CASE("estimate --plot draws the last step: four stacks, reserved, the phases, the replayed peak") {
+TEST_CASE("estimate --plot draws the last step: a stack per ledger entry, reserved, the phases, the replayed peak") {
     const std::string path = (std::filesystem::temp_directory_path() / "anatomy_plot_test.svg").string();
     const json j = run_json({"estimate", "--model", "gpt2", "--batch", "2", "--seq", "256", "--autocast", "bf16",
                              "--plot", path, "--json"});
@@ -315,7 +315,26 @@ TEST_CASE("estimate --plot draws the last step: four stacks, reserved, the phase
         for (std::size_t at = svg.find(what); at != std::string::npos; at = svg.find(what, at + 1)) ++n;
         return n;
     };
-    CHECK(count("<path class=\"stack\"") == 4);
+    // gpt2 under autocast with AdamW holds weights, optimizer state, gradients,
+    // activations and the step's scratch; no master copy, no buckets.
+    CHECK(count("<path class=\"stack\"") == 5);
+    for (const char* entry : {"weights", "optimizer state", "gradients", "activations", "temporaries"})
+        CHECK(count(std::string("data-entry=\"") + entry + "\"") == 1);
+    // The replay's model state is the estimate's, in whole allocator blocks:
+    // a block is split only when more than 1 MiB would be left (the weights
+    // come to 1.4 % more, at most 1 MiB a tensor).
+    const auto most = [&](const std::string& entry) {
+        const std::size_t at = svg.find("data-entry=\"" + entry + "\" data-most-bytes=\"");
+        REQUIRE(at != std::string::npos);
+        return std::stoull(svg.substr(svg.find("data-most-bytes=\"", at) + 17));
+    };
+    for (const auto& [entry, key] : {std::pair{"weights", "weights"}, std::pair{"gradients", "gradients"},
+                                     std::pair{"optimizer state", "optimizer_state"}}) {
+        INFO(entry);
+        const auto logical = j["model_state"][key].get<std::uint64_t>();
+        CHECK(most(entry) >= logical);
+        CHECK(most(entry) <= logical + logical / 50);
+    }
     CHECK(count("<polyline class=\"reserved\"") == 1);
     CHECK(count("<line class=\"phase\"") == 3);  // the last step's forward, backward and optimizer step
     for (const char* phase : {">forward<", ">backward<", ">optimizer<"}) CHECK(count(phase) == 1);

@@ -1,0 +1,41 @@
+# Draws an SVG the CLI writes, or a fixture, in headless Chromium and checks
+# what was painted:
+#   cmake -DCHROMIUM=... -DRENDER=render_svg.sh -DSVG=out.svg [-DEXE=anatomy -DARGS="a|b|c"]
+#         -DEXPECT=drawn|blank|broken [-DWIDTH=720 -DHEIGHT=440 -DMIN_PERMILLE=15] -P render_check.cmake
+# drawn: the image loads at WIDTHxHEIGHT and at least MIN_PERMILLE per mille of it is painted;
+# blank: it loads and nothing is; broken: it does not load.
+if(DEFINED EXE)
+    string(REPLACE "|" ";" args "${ARGS}")
+    execute_process(COMMAND "${EXE}" ${args} RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
+    if(NOT rc EQUAL 0)
+        message(FATAL_ERROR "anatomy ${ARGS} failed (${rc}): ${err}")
+    endif()
+endif()
+execute_process(COMMAND bash "${RENDER}" "${CHROMIUM}" "${SVG}" RESULT_VARIABLE rc OUTPUT_VARIABLE seen
+                OUTPUT_STRIP_TRAILING_WHITESPACE)
+message(STATUS "${SVG}: ${seen}")
+if(EXPECT STREQUAL "broken")
+    if(NOT seen STREQUAL "not an image")
+        message(FATAL_ERROR "a malformed SVG must fail to load, got '${seen}'")
+    endif()
+    return()
+endif()
+if(NOT seen MATCHES "^painted ([0-9]+) of ([0-9]+)$")
+    message(FATAL_ERROR "Chromium did not draw ${SVG}: '${seen}'")
+endif()
+set(painted ${CMAKE_MATCH_1})
+set(pixels ${CMAKE_MATCH_2})
+if(EXPECT STREQUAL "blank")
+    if(NOT painted EQUAL 0)
+        message(FATAL_ERROR "a white SVG must paint nothing, painted ${painted}")
+    endif()
+    return()
+endif()
+math(EXPR expected_pixels "${WIDTH} * ${HEIGHT}")
+if(NOT pixels EQUAL expected_pixels)
+    message(FATAL_ERROR "drawn at ${pixels} pixels, the SVG says ${WIDTH} x ${HEIGHT}")
+endif()
+math(EXPR floor "${pixels} * ${MIN_PERMILLE} / 1000")
+if(painted LESS floor)
+    message(FATAL_ERROR "only ${painted} of ${pixels} pixels painted: the plot did not draw")
+endif()
