@@ -8,11 +8,14 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <exception>
 #include <fstream>
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 namespace anatomy::cli::app_detail {
@@ -72,27 +75,53 @@ struct sweep_result {
     std::vector<sweep_cell> cells;  // sequence-major
 };
 
+// Calls work(i) for every i in [0, n) on the machine's cores. An exception
+// is rethrown after every worker stops: the one of the lowest i, the one a
+// loop in order would have met first.
+template <class Work>
+void for_each_index_in_parallel(std::size_t n, Work work) {
+    std::vector<std::exception_ptr> failed(n);
+    std::atomic<std::size_t> next{0};
+    const auto worker = [&] {
+        for (std::size_t i = next++; i < n; i = next++) {
+            try {
+                work(i);
+            } catch (...) {
+                failed[i] = std::current_exception();
+            }
+        }
+    };
+    const std::size_t cores = std::max(1U, std::thread::hardware_concurrency());
+    std::vector<std::thread> helpers;
+    for (std::size_t t = 1; t < std::min(cores, n); ++t) helpers.emplace_back(worker);
+    worker();
+    for (std::thread& t : helpers) t.join();
+    for (const std::exception_ptr& e : failed)
+        if (e) std::rethrow_exception(e);
+}
+
 inline sweep_result run_sweep(const raw_options& o) {
     if (o.batch.empty()) usage("sweep: pass --batch, e.g. --batch 1:64 or --batch 1,2,4,8");
     if (o.seq.empty()) usage("sweep: pass --seq, e.g. --seq 512,1024,2048 or --seq 512:8192:x2");
     sweep_result r{.q = {}, .batches = parse_axis("--batch", o.batch), .seqs = parse_axis("--seq", o.seq), .cells = {}};
+    // Each sequence length is checked as estimate checks it (learned positions, llm.c's T).
+    std::vector<request> at_seq;
     for (const std::uint64_t seq : r.seqs) {
         raw_options at = o;
         at.seq = std::to_string(seq);
         at.batch = "1";
-        // Each sequence length is checked as estimate checks it (learned positions, llm.c's T).
-        const request q = build_request(at, true);
-        if (r.cells.empty()) r.q = q;
-        const estimator prepared = prepare_estimator(q);
-        for (const std::uint64_t batch : r.batches) {
-            shape s = q.s;
-            s.batch = batch;
-            request point = q;
-            point.s = s;
-            const estimate_result e = with_fit(point, prepared, s, run_estimate(point, prepared, s, true));
-            r.cells.push_back({batch, seq, e.e.peak, e.replay.peak_reserved, e.fits});
-        }
+        at_seq.push_back(build_request(at, true));
     }
+    r.q = at_seq.front();
+    // The model and recipe are the same at every length: lowered once.
+    const estimator prepared = prepare_estimator(r.q);
+    r.cells.resize(r.seqs.size() * r.batches.size());
+    for_each_index_in_parallel(r.cells.size(), [&](std::size_t i) {
+        request point = at_seq[i / r.batches.size()];
+        point.s.batch = r.batches[i % r.batches.size()];
+        const estimate_result e = with_fit(point, prepared, point.s, run_estimate(point, prepared, point.s, true));
+        r.cells[i] = {point.s.batch, point.s.seq, e.e.peak, e.replay.peak_reserved, e.fits};
+    });
     return r;
 }
 
