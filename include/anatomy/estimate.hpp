@@ -681,14 +681,14 @@ private:
         const stage_handoff out = handoff(ex, st);
         const std::uint64_t walks = allocator_ ? run.repeat : 1;
         for (std::uint64_t w = 0; w < walks; ++w) {
-            walk_blocks forward_blocks{};
-            if (allocator_) forward_blocks.pop_from(recorded_, ex.kernels.size());
-            const block_id input_block = forward_blocks.tensor[index_of(input_slot)];
+            // The layer's forward blocks are on top of the stack, its input's last.
+            const block_id input_block = allocator_ ? recorded_.back() : no_block;
             stage_walk walk(ex.kernels, out.slot, run.input, plan_.encoder, input_block, input_held(run.stage));
             live_bytes one{};
             if (checkpointed(run.stage)) {
                 // Recompute the layer with autograd on, run its backward,
                 // then drop the recomputed output and the checkpoint's input.
+                if (allocator_) walk_blocks::drop_from(recorded_, ex.kernels.size());
                 walk.observe(allocator_);
                 const live_bytes recompute = walk.forward(true, true);
                 const block_id recomputed = walk.output_block();
@@ -706,7 +706,7 @@ private:
                 }
             } else {
                 (void)walk.forward(true, false);  // rebuilds what autograd saved, silently
-                walk.restore(forward_blocks);
+                if (allocator_) walk.restore_from(recorded_);
                 walk.observe(allocator_);
                 one = walk.backward(grads_exist, encoder_grad, output_grad, reduction(r_, st));
                 // The step's graph dies when its backward ends.

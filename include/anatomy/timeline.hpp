@@ -80,21 +80,23 @@ constexpr std::size_t index_of(tensor_slot s) {
 }
 
 // The blocks a forward walk left allocated for its backward: each tensor's
-// (the stage input's among them), each kernel's saved extras and saved weight copies.
+// (the stage input's among them), each kernel's saved extras and saved weight
+// copies. Only the slots of a stage's `n` kernels and its two inputs are
+// set: the arrays are sized for the largest stage, and writing them whole
+// was most of a walk's cost.
 struct walk_blocks {
-    std::array<block_id, slot_count> tensor{};
-    std::array<block_id, max_kernels_per_stage> extra{};
-    std::array<block_id, max_kernels_per_stage> weight{};
+    std::array<block_id, slot_count> tensor;
+    std::array<block_id, max_kernels_per_stage> extra;
+    std::array<block_id, max_kernels_per_stage> weight;
 
-    constexpr walk_blocks() {
-        tensor.fill(no_block);
-        extra.fill(no_block);
-        weight.fill(no_block);
+    constexpr explicit walk_blocks(std::size_t n) {
+        for (std::size_t i = 0; i < n; ++i) tensor[i] = extra[i] = weight[i] = no_block;
+        tensor[index_of(input_slot)] = tensor[index_of(encoder_slot)] = no_block;
     }
 
     // Those of a stage of `n` kernels, appended to `out` (a stack of the
     // layers walked forward: the replay keeps only what it uses), and taken
-    // back off it for the layer's backward.
+    // back off it for the layer's backward. The stage input's block is last.
     constexpr void push_to(std::vector<block_id>& out, std::size_t n) const {
         for (std::size_t i = 0; i < n; ++i) {
             out.push_back(tensor[i]);
@@ -104,6 +106,8 @@ struct walk_blocks {
         out.push_back(tensor[index_of(encoder_slot)]);
         out.push_back(tensor[index_of(input_slot)]);
     }
+    // What push_to recorded for a stage of `n` kernels, dropped unread.
+    static constexpr void drop_from(std::vector<block_id>& in, std::size_t n) { in.resize(in.size() - (3 * n + 2)); }
     constexpr void pop_from(std::vector<block_id>& in, std::size_t n) {
         tensor[index_of(input_slot)] = in.back();
         in.pop_back();
@@ -128,9 +132,11 @@ public:
     // alive (T5's encoder output, which the model output holds).
     constexpr stage_walk(const kernel_list& kernels, tensor_slot output, stage_input_info input,
                          stage_input_info encoder, block_id input_block = no_block, bool input_held = false)
-        : kernels_(kernels), output_(output), input_(input), encoder_(encoder), input_held_(input_held) {
+        : kernels_(kernels), output_(output), input_(input), encoder_(encoder), input_held_(input_held),
+          blocks_(kernels.size()) {
         blocks_.tensor[index_of(input_slot)] = input_block;
-        grad_block_.fill(no_block);
+        for (std::size_t i = 0; i < kernels_.size(); ++i) grad_block_[i] = no_block;
+        grad_block_[index_of(input_slot)] = grad_block_[index_of(encoder_slot)] = no_block;
         for (std::size_t i = 0; i < kernels_.size(); ++i) {
             root_[i] = root(static_cast<tensor_slot>(i));
             for (tensor_slot s : kernels_[i].in)
@@ -202,7 +208,8 @@ public:
 
     // The blocks the forward left for backward, and the block of the stage output.
     constexpr const walk_blocks& blocks() const { return blocks_; }
-    constexpr void restore(const walk_blocks& recorded) { blocks_ = recorded; }
+    // Takes the blocks push_to recorded for this stage back off `recorded`.
+    constexpr void restore_from(std::vector<block_id>& recorded) { blocks_.pop_from(recorded, kernels_.size()); }
     constexpr block_id output_block() const { return blocks_.tensor[index_of(root_of(output_))]; }
     constexpr block_id input_block() const { return blocks_.tensor[index_of(input_slot)]; }
     // After backward: the block of the stage input's gradient.
@@ -216,8 +223,8 @@ public:
     constexpr live_bytes backward(bool grads_exist, bool encoder_grad_alive, block_id output_grad,
                                   gradient_reduction reduce = {}) {
         live_bytes live{};
-        std::array<bytes, max_kernels_per_stage> param_grads{};
-        std::array<block_id, max_kernels_per_stage> param_blocks{};
+        std::array<bytes, max_kernels_per_stage> param_grads;  // the first param_grad_count
+        std::array<block_id, max_kernels_per_stage> param_blocks;
         std::size_t param_grad_count = 0;
         live.allocator = allocator_;
         grad_[index_of(root_of(output_))] = true;
@@ -368,16 +375,16 @@ private:
     stage_input_info input_;
     stage_input_info encoder_;
     bool input_held_ = false;
-    std::array<tensor_slot, max_kernels_per_stage> root_{};
+    std::array<tensor_slot, max_kernels_per_stage> root_;  // set for the stage's kernels
     std::array<std::uint16_t, slot_count> readers_{};
     std::array<std::uint16_t, slot_count> saved_{};
     std::array<bool, slot_count> freed_{};
     std::array<bool, slot_count> grad_{};
-    std::array<block_id, slot_count> grad_block_{};
-    walk_blocks blocks_{};
+    std::array<block_id, slot_count> grad_block_;  // set for the stage's slots
+    walk_blocks blocks_;
     bytes forward_scoped_{};
     caching_allocator* allocator_ = nullptr;
-    std::array<tensor_slot, 3 * max_kernels_per_stage> graph_kept_{};
+    std::array<tensor_slot, 3 * max_kernels_per_stage> graph_kept_;  // the first graph_kept_count_
     std::size_t graph_kept_count_ = 0;
     bool saving_ = false;
     bool input_freed_ = false;
