@@ -295,9 +295,6 @@ public:
     // (kernel::saved_with_graph). end_graph frees them now; hand_over_graph
     // gives each to f(bytes, block), for the caller to free when the graph
     // dies, and counts them live until then.
-    constexpr void end_graph(live_bytes& live) {
-        hand_over_graph([&](bytes size, block_id block) { live.sub(size, block); });
-    }
     template <class F>
     constexpr void hand_over_graph(F&& f) {
         for (std::size_t g = 0; g < graph_kept_count_; ++g) {
@@ -309,6 +306,11 @@ public:
             f(size_of_slot(r), blocks_.tensor[i]);
         }
         graph_kept_count_ = 0;
+    }
+    // Defined after hand_over_graph: clang 14 does not instantiate a member
+    // template for constant evaluation from a body that precedes it.
+    constexpr void end_graph(live_bytes& live) {
+        hand_over_graph([&](bytes size, block_id block) { live.sub(size, block); });
     }
 
     // Reports every allocation and free of the next forward() or backward().
