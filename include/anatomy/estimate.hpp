@@ -484,7 +484,14 @@ class step_walker {
 public:
     constexpr step_walker(const op_graph& graph, const model_spec& m, const recipe& r, const shape& s,
                           const device_profile& d, caching_allocator* allocator)
-        : graph_(graph), m_(m), r_(r), s_(s), d_(d), allocator_(allocator), plan_(plan_step(graph, m, r, s, d)) {}
+        : graph_(graph), m_(m), r_(r), s_(s), d_(d), allocator_(allocator), plan_(plan_step(graph, m, r, s, d)) {
+        // Each run's kernels, expanded once for the forward and the backward walk.
+        expansions_.reserve(plan_.run_count);
+        for (std::size_t i = 0; i < plan_.run_count; ++i) {
+            const layer_run& run = plan_.runs[i];
+            expansions_.push_back(expand(graph_.stages[run.stage], m_, r_, s_, d_, run.input, plan_.encoder));
+        }
+    }
 
     constexpr step_peaks walk(std::int64_t base, bool grads_exist) {
         step_peaks p{};
@@ -512,8 +519,8 @@ private:
     constexpr bool checkpointed(std::size_t stage_index) const {
         return !r_.inference && r_.grad_checkpointing && graph_.stages[stage_index].block;
     }
-    constexpr expansion expanded(const layer_run& run) const {
-        return expand(graph_.stages[run.stage], m_, r_, s_, d_, run.input, plan_.encoder);
+    constexpr const expansion& expanded(const layer_run& run) const {
+        return expansions_[static_cast<std::size_t>(&run - plan_.runs.data())];
     }
     constexpr tensor_slot output_slot(const layer_run& run, const expansion& ex) const {
         return handoff(ex, graph_.stages[run.stage]).slot;
@@ -544,7 +551,7 @@ private:
 
     constexpr void forward_run(const layer_run& run, running& target) {
         const stage& st = graph_.stages[run.stage];
-        const expansion ex = expanded(run);
+        const expansion& ex = expanded(run);
         const tensor_slot out = output_slot(run, ex);
         const bool ckpt = checkpointed(run.stage);
         const bool training = !r_.inference;
@@ -677,7 +684,7 @@ private:
     constexpr block_id backward_run(const layer_run& run, running& target, bool grads_exist, bool encoder_grad,
                                     block_id output_grad) {
         const stage& st = graph_.stages[run.stage];
-        const expansion ex = expanded(run);
+        const expansion& ex = expanded(run);
         const stage_handoff out = handoff(ex, st);
         const std::uint64_t walks = allocator_ ? run.repeat : 1;
         for (std::uint64_t w = 0; w < walks; ++w) {
@@ -744,6 +751,7 @@ private:
     const device_profile& d_;
     caching_allocator* allocator_;
     step_plan plan_;
+    std::vector<expansion> expansions_;  // by run
     std::int64_t forward_scoped_ = 0;
     block_id previous_block_ = no_block;
     bytes held_embedding_{};
