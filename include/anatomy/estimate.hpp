@@ -15,6 +15,7 @@
 #include <anatomy/kernels.hpp>
 #include <anatomy/timeline.hpp>
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -104,7 +105,8 @@ struct state_count {
     bytes resident_blocks{};   // weights, master weights and optimizer state
     bytes gradient_blocks{};
     bytes step_temporaries{};  // optimizer.step() scratch
-    bytes bucket_blocks{};     // DDP's gradient buckets, alive from construction on
+    bytes bucket_blocks{};     // DDP's gradient buckets and DeepSpeed's buffers, alive from construction on
+    std::array<bytes, 2> zero_buffers{};  // DeepSpeed's, one block each (bytes{}: none), in bucket_blocks
     // FSDP: unsharded parameters in the compute dtype, all-gathered: the root
     // group's, one block's (the largest), and every block's.
     bytes gathered_root{};
@@ -171,13 +173,12 @@ constexpr void zero_buffers(const op_graph&, const recipe& r, std::uint64_t para
                             state_count& st) {
     const bytes elem = size_of(r.weights);
     const std::uint64_t partition = ceil_div(params, r.world_size);
-    bytes buffers{};
     if (r.parallel == parallelism::zero3) {
-        buffers += block_size(r.zero_reduce_bucket * elem);
+        st.zero_buffers[0] = block_size(r.zero_reduce_bucket * elem);
         // On one rank autograd's gradients are whole and are copied into the
         // partition; on several, the partition holds the reduce-scattered
         // shard the walk keeps.
-        if (r.offload == offload_target::none && r.world_size == 1) buffers += block_size(partition * elem);
+        if (r.offload == offload_target::none && r.world_size == 1) st.zero_buffers[1] = block_size(partition * elem);
         if (r.offload == offload_target::params) {
             // Fetched parameters stay up to max_live_parameters, and a module
             // runs with all of its own: the root group and a block at least.
@@ -186,11 +187,12 @@ constexpr void zero_buffers(const op_graph&, const recipe& r, std::uint64_t para
             st.gathered_live = block_size(live * elem) > modules ? block_size(live * elem) : modules;
         }
     } else if (r.offload != offload_target::none && r.parallel == parallelism::zero2) {
-        buffers += block_size(largest.numel() * elem);
+        st.zero_buffers[0] = block_size(largest.numel() * elem);
     }
     // The step finds autograd's gradients gone: converted to the fp32
     // partition, moved into ZeRO-3's gradient partition, or sent to the host.
     st.step_frees_gradients = true;
+    const bytes buffers = st.zero_buffers[0] + st.zero_buffers[1];
     st.logical.communication += buffers;
     st.bucket_blocks += buffers;
 }

@@ -93,6 +93,8 @@ constexpr allocator_replay replay_on(const prepared_step& prepared, const model_
     if (detail::ddp(r))
         a.allocate(st.logical.gradients, tensor_owner::model,
                    r.ddp_bucket_view ? block_use::gradients : block_use::communication);
+    // DeepSpeed's buffers, allocated when the engine is built.
+    for (const bytes buffer : st.zero_buffers) a.allocate(buffer, tensor_owner::model, block_use::communication);
     const bool view = detail::ddp(r) && r.ddp_bucket_view;
     const bytes gathered = detail::gathered_during_step(st, r);
     const recipe compute = compute_recipe(r);
@@ -106,6 +108,8 @@ constexpr allocator_replay replay_on(const prepared_step& prepared, const model_
         }
         if (r.inference) continue;
         a.mark("optimizer");
+        // ZeRO has taken autograd's gradients before its step (state_count::step_frees_gradients).
+        if (st.step_frees_gradients) a.release_all(tensor_owner::gradient);
         detail::optimizer_step(graph, r, step == 0, a);
         a.release_all(tensor_owner::gradient);  // zero_grad(set_to_none=True)
         detail::require(a.consistent(), "anatomy::replay_allocator: internal error, the allocator model lost a block");
