@@ -562,6 +562,11 @@ inline bytes device_need(const request& q, const estimate_result& x) {
 // is the allocator's cap, which it does not touch), then the allocator,
 // replayed under the cap with the cuBLAS workspaces taken first.
 inline bool step_fits(const request& q, const estimator& prepared, const shape& s, const estimate_result& x) {
+    try {
+        detail::require_fit_modelled(q.make_recipe());
+    } catch (const anatomy::error& e) {
+        input("{}", without_prefix(e.what()));
+    }
     const bytes managed = q.gpu ? x.e.managed : bytes{};
     if (managed >= q.budget) return false;
     // A step whose uncapped replay stays under the cap runs the same under it,
