@@ -544,6 +544,9 @@ struct estimate_result {
     memory_estimate e;
     allocator_replay replay;
     bool fits = false;  // with a budget, by max-batch's test: set by with_fit
+    // The replay's reserved memory is not modelled for DeepSpeed ZeRO
+    // (detail::require_fit_modelled): shown, but marked.
+    bool reserved_modelled = true;
 };
 
 // What the step takes of the card: the allocator's reserved memory, the
@@ -602,7 +605,7 @@ inline estimate_result run_estimate(const request& q, const estimator& prepared,
         // Token counts must fit 64 bits even where the estimate does not use them all;
         // bytes arithmetic is checked, so count them as bytes.
         (void)(s.batch * (s.seq * B) + s.batch * (target_length(s) * B));
-        return {prepared.estimate(s), prepared.replay(s)};
+        return {prepared.estimate(s), prepared.replay(s), false, !is_zero(q.make_recipe().parallel)};
     } catch (const overflow_error&) {
         overflowed(q, with_batch);
     } catch (const anatomy::error& e) {
@@ -740,7 +743,9 @@ inline void print_estimate(std::ostream& out, const estimate_result& x) {
     t.gap();
     sized("peak", e.peak, false, "(the allocator's max_memory_allocated)");
     sized("reserved", x.replay.peak_reserved, false,
-          "(max_memory_reserved; with the cuBLAS workspaces and the CUDA context, what a card must hold: --gpu checks it)");
+          x.reserved_modelled
+              ? "(max_memory_reserved; with the cuBLAS workspaces and the CUDA context, what a card must hold: --gpu checks it)"
+              : "(not modelled for DeepSpeed ZeRO: an H200 reserves 10-16 % more)");
     if (e.host.count > 0) sized("host (offloaded)", e.host, false);
     if (e.nvme.count > 0) sized("NVMe (offloaded)", e.nvme, false);
     if (e.managed.count > 0)
@@ -881,6 +886,7 @@ inline void add_estimate_json(ojson& j, const estimate_result& x) {
     j["nvme_bytes"] = e.nvme.count;
     j["managed_bytes"] = e.managed.count;
     j["reserved_bytes"] = x.replay.peak_reserved.count;
+    j["reserved_modelled"] = x.reserved_modelled;
     j["replayed_peak_bytes"] = x.replay.peak_allocated.count;
     ojson phases = ojson::object();
     for_each_phase(e.phases, [&](std::string_view name, bytes b) { phases[std::string(name)] = b.count; });
