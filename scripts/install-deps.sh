@@ -3,7 +3,7 @@
 #   scripts/install-deps.sh          what the library, the CLI and examples need
 #   scripts/install-deps.sh --test   plus what the tests need (Catch2, clang and its sanitizer and
 #                                    libFuzzer runtimes, Chromium to draw the plots)
-#   scripts/install-deps.sh --bench  plus Google Benchmark and hyperfine
+#   scripts/install-deps.sh --bench  plus Google Benchmark, hyperfine, valgrind and jq
 #   scripts/install-deps.sh --cuda   plus Debian's CUDA toolkit for anatomy-validate,
 #                                    unless an nvcc is already there (PATH or /usr/local/cuda)
 set -euo pipefail
@@ -13,7 +13,7 @@ cuda_from_debian=0
 for arg in "$@"; do
     case "$arg" in
         --test) packages+=(catch2 clang libclang-rt-dev chromium) ;;
-        --bench) packages+=(libbenchmark-dev hyperfine) ;;
+        --bench) packages+=(libbenchmark-dev hyperfine valgrind jq) ;;
         --cuda)
             if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
                 packages+=(nvidia-cuda-toolkit)

@@ -156,8 +156,6 @@ TEST_CASE("max_batch and fits_under refuse DeepSpeed ZeRO, whose reserved memory
                           Catch::Contains("DeepSpeed ZeRO's reserved memory is not modelled"));
         CHECK_THROWS_WITH(fits_under(presets::gpt2, zero, {.batch = 1, .seq = 256}, 40 * GiB),
                           Catch::Contains("DeepSpeed ZeRO's reserved memory is not modelled"));
-        // The estimate itself stands: its peak is measured within 1.1 %.
-        CHECK(estimate(presets::gpt2, zero, {.batch = 1, .seq = 256}).peak > 0 * B);
     }
     // The twin: DDP's fit is the replay's.
     const recipe ddp{.weights = dtype::bf16, .parallel = parallelism::ddp, .world_size = 2};

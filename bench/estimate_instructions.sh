@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Instructions of 500 estimates from an estimator (llama-3-8b bf16, 1 x 4096),
+# and of 3 allocator replays, counted by callgrind: figures the machine's load
+# does not move (docs/performance.md).
+#   bench/estimate_instructions.sh [INCLUDE_DIR]   default: the tree's include/
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+include=${1:-$root/include}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+g++ -std=c++20 -O3 -DNDEBUG -I"$include" "$root/bench/probe/estimates.cpp" -o "$work/estimates"
+count() { valgrind --tool=callgrind --callgrind-out-file="$work/cg" "$work/estimates" "$@" 2>&1 | sed -n 's/.*Collected : //p'; }
+estimates=$(count)
+with_replays=$(count replays)
+echo "500 estimates: $estimates instructions"
+echo "3 replays: $((with_replays - estimates)) instructions"
