@@ -62,24 +62,36 @@ constexpr bool quantized_weight(const op& o, const recipe& r) {
     return r.quantize != quantization::none && o.kind == op_kind::linear && !o.full_precision;
 }
 
+// Calls f(parameter_tensor_group) for each parameter tensor of one op, LoRA
+// adapters included; `copies` is how many of them the group stands for.
+template <class F>
+constexpr void for_each_parameter_of(const op& o, const stage& s, std::uint64_t copies, const recipe& r, F&& f) {
+    const bool trainable = !(r.lora.enabled() || r.inference);
+    if (!o.tied && !o.weight.empty())
+        f(parameter_tensor_group{o.weight, copies, r.weights, trainable, &s, quantized_weight(o, r)});
+    if (!o.bias.empty()) f(parameter_tensor_group{o.bias, copies, r.weights, trainable, &s});
+    if (o.kind == op_kind::linear && r.lora.enabled() && r.lora.targets_module(o.module)) {
+        f(parameter_tensor_group{{r.lora.rank, o.in_width}, copies, lora_adapter_dtype, !r.inference, &s});
+        f(parameter_tensor_group{{o.out_width, r.lora.rank}, copies, lora_adapter_dtype, !r.inference, &s});
+    }
+}
+
 // Calls f(parameter_tensor_group) for every parameter tensor, LoRA adapters
-// included. Tied weights are visited once.
+// included, each op's for all copies of its stage at once. Tied weights are
+// visited once.
 template <class F>
 constexpr void for_each_parameter(const op_graph& graph, const recipe& r, F&& f) {
-    const bool trainable = !(r.lora.enabled() || r.inference);
-    for (std::size_t i = 0; i < graph.stages.size(); ++i) {
-        const stage& s = graph.stages[i];
-        const std::uint64_t copies = graph.copies(i);
-        for (const op& o : s.ops) {
-            if (!o.tied && !o.weight.empty())
-                f(parameter_tensor_group{o.weight, copies, r.weights, trainable, &s, quantized_weight(o, r)});
-            if (!o.bias.empty()) f(parameter_tensor_group{o.bias, copies, r.weights, trainable, &s});
-            if (o.kind == op_kind::linear && r.lora.enabled() && r.lora.targets_module(o.module)) {
-                f(parameter_tensor_group{{r.lora.rank, o.in_width}, copies, lora_adapter_dtype, !r.inference, &s});
-                f(parameter_tensor_group{{o.out_width, r.lora.rank}, copies, lora_adapter_dtype, !r.inference, &s});
-            }
-        }
-    }
+    for (std::size_t i = 0; i < graph.stages.size(); ++i)
+        for (const op& o : graph.stages[i].ops) for_each_parameter_of(o, graph.stages[i], graph.copies(i), r, f);
+}
+
+// The same tensors one at a time, in model.parameters() order: layer by
+// layer, as the optimizer's first step creates their state.
+template <class F>
+constexpr void for_each_parameter_in_model_order(const op_graph& graph, const recipe& r, F&& f) {
+    for (std::size_t i = 0; i < graph.stages.size(); ++i)
+        for (std::uint64_t layer = 0; layer < graph.copies(i); ++layer)
+            for (const op& o : graph.stages[i].ops) for_each_parameter_of(o, graph.stages[i], 1, r, f);
 }
 
 namespace detail {

@@ -42,26 +42,29 @@ constexpr void optimizer_step(const op_graph& graph, const recipe& r, bool first
     const step_scratch scratch = scratch_of(r.optimizer);
     param_tensor largest{};
     bytes largest_scratch{};
-    for_each_parameter(graph, r, [&](const parameter_tensor_group& group) {
+    // The first step creates the state, layer by layer in model.parameters()
+    // order (the optimizers' _init_group); then the update's scratch is
+    // allocated for every tensor (a foreach op makes one result per tensor).
+    if (first)
+        for_each_parameter_in_model_order(graph, r, [&](const parameter_tensor_group& group) {
+            if (!group.trainable) return;
+            const param_tensor shard = state_shard(group.tensor, r);
+            const bool master = r.master == master_weights::fp32 && is_half(group.type);
+            if (master) a.allocate(shard.numel() * size_of(dtype::fp32), tensor_owner::model, block_use::master_weights);
+            if (!pages_state(r.optimizer))  // paged state is managed memory, outside the allocator
+                for (bytes state : optimizer_state_tensors(r.optimizer, shard, master ? dtype::fp32 : group.type))
+                    a.allocate(state, tensor_owner::model, block_use::optimizer_state);
+        });
+    for_each_parameter_in_model_order(graph, r, [&](const parameter_tensor_group& group) {
         if (!group.trainable) return;
-        parameter_tensor_group p = group;
-        p.tensor = state_shard(group.tensor, r);
-        const bool master = r.master == master_weights::fp32 && is_half(p.type);
-        const dtype state_type = master ? dtype::fp32 : p.type;
-        const bytes tensor = p.tensor.numel() * size_of(scratch_type(r.optimizer, state_type));
-        for (std::uint64_t c = 0; c < p.copies; ++c) {
-            if (first) {
-                if (master) a.allocate(p.tensor.numel() * size_of(dtype::fp32), tensor_owner::model, block_use::master_weights);
-                if (!pages_state(r.optimizer))  // paged state is managed memory, outside the allocator
-                    for (bytes state : optimizer_state_tensors(r.optimizer, p.tensor, state_type))
-                        a.allocate(state, tensor_owner::model, block_use::optimizer_state);
-            }
-            if (scratch == step_scratch::one_per_tensor) a.allocate(tensor, tensor_owner::step, block_use::temporaries);
-            if (is_zero(r.parallel) && master)
-                a.allocate(p.tensor.numel() * size_of(dtype::fp32), tensor_owner::step, block_use::temporaries);
-        }
-        if (p.tensor.numel() > largest.numel()) {
-            largest = p.tensor;
+        const param_tensor shard = state_shard(group.tensor, r);
+        const bool master = r.master == master_weights::fp32 && is_half(group.type);
+        const bytes tensor = shard.numel() * size_of(scratch_type(r.optimizer, master ? dtype::fp32 : group.type));
+        if (scratch == step_scratch::one_per_tensor) a.allocate(tensor, tensor_owner::step, block_use::temporaries);
+        if (is_zero(r.parallel) && master)
+            a.allocate(shard.numel() * size_of(dtype::fp32), tensor_owner::step, block_use::temporaries);
+        if (shard.numel() > largest.numel()) {
+            largest = shard;
             largest_scratch = tensor;
         }
     });

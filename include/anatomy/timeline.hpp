@@ -240,9 +240,9 @@ public:
             // Transients of this backward: its scratch, gradients summed into
             // existing ones, and (accumulating) the new parameter gradients.
             // Each is its own tensor; all are alive at once at worst.
-            std::array<bytes, 5> transients{k.backward_workspace};
-            std::array<block_id, 5> transient_blocks{};
-            std::size_t transient_count = 1;
+            std::array<bytes, 6> transients{k.backward_workspace.tensors[0], k.backward_workspace.tensors[1]};
+            std::array<block_id, 6> transient_blocks{};
+            std::size_t transient_count = 2;
             for (std::size_t j = 0; j < 3; ++j) {
                 if (k.in[j] == no_slot || !(k.grad_inputs >> j & 1u)) continue;
                 const std::size_t r = index_of(root_of(k.in[j]));

@@ -158,6 +158,25 @@ std::pair<double, double> peak_errors(const std::vector<calibration_case>& cases
     return {median, errors.back()};
 }
 
+// What a measured file must hold: how many steps and largest-batch
+// searches, and the bars on the steps' peak errors.
+struct file_expectation {
+    std::size_t steps;
+    std::size_t searches;
+    double median;
+    double max;
+};
+
+void check_file_peaks(const char* path, const file_expectation& expected) {
+    std::size_t searches = 0;
+    const auto cases = load_cases(path, searches);
+    REQUIRE(cases.size() == expected.steps);
+    CHECK(searches == expected.searches);
+    const auto [median, max] = peak_errors(cases);
+    CHECK(median <= expected.median);
+    CHECK(max <= expected.max);
+}
+
 }  // namespace
 
 TEST_CASE("predicted peaks match the H200 measurements of the first eight types", "[calibration]") {
@@ -189,27 +208,23 @@ TEST_CASE("the newer families match their H200 measurements", "[calibration][fam
     // mixtral and deepseek_v2 (latent attention; training, and inference with
     // its latent cache), on scaled-down configs; the Trainer, a loss-only
     // loop and bitsandbytes' Lion on gpt2, QLoRA on tinyllama.
-    std::size_t deferred = 0;
-    const auto cases = load_cases(ANATOMY_FAMILIES_FILE, deferred);
-    REQUIRE(cases.size() == 24);
-    CHECK(deferred == 2);  // the largest-batch searches
-    const auto [median, max] = peak_errors(cases);
     // Achieved: median 0.05 %, max 0.33 % (qwen3 bf16).
-    CHECK(median <= 0.0008);
-    CHECK(max <= 0.004);
+    check_file_peaks(ANATOMY_FAMILIES_FILE, {.steps = 24, .searches = 2, .median = 0.0008, .max = 0.004});
 }
 
 TEST_CASE("real-size checkpoints of the newer families match their H200 measurements", "[calibration][families]") {
     // Never-seen configs of published checkpoints (tests/data/configs),
     // measured the same way: bench/torch_reference/cases/realsize.json.
-    std::size_t deferred = 0;
-    const auto cases = load_cases(ANATOMY_REALSIZE_FILE, deferred);
-    REQUIRE(cases.size() == 18);
-    CHECK(deferred == 2);  // the two largest-batch searches
-    const auto [median, max] = peak_errors(cases);
     // Achieved: median 0.02 %, max 2.07 % (phi-3-mini inference without a cache).
-    CHECK(median <= 0.0005);
-    CHECK(max <= 0.022);
+    check_file_peaks(ANATOMY_REALSIZE_FILE, {.steps = 18, .searches = 2, .median = 0.0005, .max = 0.022});
+}
+
+TEST_CASE("real-size checkpointed steps match their H200 measurements", "[calibration][checkpointing]") {
+    // llama-3-8b at 4096 tokens, batches 1 to 4, and qwen3-8b and
+    // llama-3.2-1b at 2048, bf16 + AdamW with gradient checkpointing
+    // (bench/torch_reference/cases/checkpointed.json).
+    // Achieved: median 0.004 %, max 0.08 % (llama-3-8b without checkpointing, low).
+    check_file_peaks(ANATOMY_CHECKPOINTED_FILE, {.steps = 7, .searches = 6, .median = 0.0001, .max = 0.001});
 }
 
 TEST_CASE("real-size mixtures of experts match their H200 measurements", "[calibration][experts]") {
@@ -324,14 +339,20 @@ TEST_CASE("the allocator replay holds DeepSpeed's buffers: within 1 % of the H20
     }
 }
 
-TEST_CASE("largest batches under a cap are never above the measured ones", "[calibration][max_batch]") {
+TEST_CASE("largest batches under a cap equal the measured ones", "[calibration][max_batch]") {
     // Every largest-batch search measured with set_per_process_memory_fraction
     // (the families, real-size and recipes files, LLM.int8 with LoRA among
-    // them): max_batch must be safe, and at most one short.
+    // them, and the checkpointed file's): max_batch must equal them. Under a
+    // cap the verdict turns on where the optimizer's state lands in the
+    // segments the first backward left: PyTorch creates it parameter by
+    // parameter in model order, then the update's scratch. Created in another
+    // order, gpt2 --loop loss-only at 1024 under 12 GiB answered 5 where 6
+    // runs, and llama-3-8b with checkpointing at 4096 under 80 GiB 2 where 3 runs.
     std::size_t searches = 0;
     for (const auto& [path, configs] : {std::pair{ANATOMY_FAMILIES_FILE, ANATOMY_CALIBRATION_CONFIGS},
                                         std::pair{ANATOMY_REALSIZE_FILE, ANATOMY_CALIBRATION_CONFIGS},
-                                        std::pair{ANATOMY_RECIPES_MAXBATCH_FILE, ANATOMY_CALIBRATION_CONFIGS}}) {
+                                        std::pair{ANATOMY_RECIPES_MAXBATCH_FILE, ANATOMY_CALIBRATION_CONFIGS},
+                                        std::pair{ANATOMY_CHECKPOINTED_FILE, ANATOMY_CALIBRATION_CONFIGS}}) {
         std::ifstream in(path);
         REQUIRE(in.good());
         std::string line;
@@ -346,11 +367,9 @@ TEST_CASE("largest batches under a cap are never above the measured ones", "[cal
             recipe r = recipe_of(spec);
             const auto targets = spec.value("lora_targets", std::vector<std::string>{});
             for (std::size_t i = 0; i < targets.size(); ++i) r.lora.targets[i] = targets[i];
-            const std::uint64_t predicted = max_batch(model, r, {.seq = spec.at("seq").get<std::uint64_t>()}, budget);
-            CHECK(predicted <= measured);
-            CHECK(predicted + 1 >= measured);
+            CHECK(max_batch(model, r, {.seq = spec.at("seq").get<std::uint64_t>()}, budget) == measured);
             ++searches;
         }
     }
-    CHECK(searches == 7);
+    CHECK(searches == 13);
 }

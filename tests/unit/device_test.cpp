@@ -71,7 +71,8 @@ bytes gpt2_block_backward_workspace(std::string_view module, const shape& s, con
         if (!st.block) continue;
         const stage_input_info input{.size = s.batch * s.seq * 768 * 4 * B, .type = dtype::fp32, .requires_grad = true};
         for (const kernel& k : expand(st, presets::gpt2, recipe{}, s, device, input).kernels)
-            if (st.ops[k.op].module.name == module && k.requires_grad) return k.backward_workspace;
+            if (st.ops[k.op].module.name == module && k.requires_grad)
+                return k.backward_workspace.tensors[0] + k.backward_workspace.tensors[1];
     }
     FAIL("no " << module << " in gpt2's block");
     return {};

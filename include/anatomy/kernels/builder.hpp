@@ -157,7 +157,7 @@ public:
     // SafeSoftmaxBackward0 and SoftmaxBackward0). log_softmax has none.
     constexpr tensor_slot softmax(const char* what, bytes out, dtype t, tensor_slot x) {
         const tensor_slot y = compute(what, out, t, {x, no_slot, no_slot}, 0, true);
-        if (at(y).requires_grad) at(y).backward_workspace = out;
+        if (at(y).requires_grad) at(y).backward_workspace.add(out);
         return y;
     }
     // An elementwise kernel over `count` elements of `x`'s dtype.

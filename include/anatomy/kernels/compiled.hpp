@@ -81,7 +81,7 @@ public:
             k.caches_weight_copy = false;
             if (runs_extern(k)) continue;
             // A fused kernel's backward is fused too: no scratch of its own.
-            k.backward_workspace = bytes{};
+            k.backward_workspace = {};
             if (!k.alias && !materialized_[i]) k.out = bytes{};
         }
     }

@@ -90,7 +90,7 @@ constexpr tensor_slot grouped_projection(kernel_builder& b, const op& o, tensor_
     k.saves_weight_copy = b.grad_of(in);
     k.caches_weight_copy = weight_cast && b.param_requires_grad();
     k.param_grads = b.param_grad_bytes(o);
-    if (b.trainable(o) && weight_cast) k.backward_workspace = k.weight_copy;
+    if (b.trainable(o) && weight_cast) k.backward_workspace.add(k.weight_copy);
     // gpt-oss: out.add_(bias[expert_ids]), the gathered bias a transient.
     if (!o.bias.empty()) k.workspace = b.tensor(checked_mul(rows, o.out_width), t);
     const tensor_slot y = b.push(k);

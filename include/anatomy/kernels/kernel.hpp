@@ -5,6 +5,7 @@
 #include <anatomy/bytes.hpp>
 #include <anatomy/detail/static_vector.hpp>
 #include <anatomy/dtype.hpp>
+#include <anatomy/error.hpp>
 #include <anatomy/graph.hpp>
 
 #include <array>
@@ -18,6 +19,24 @@ using tensor_slot = std::int16_t;
 inline constexpr tensor_slot input_slot = -1;    // the stage's input
 inline constexpr tensor_slot encoder_slot = -2;  // the encoder's output (cross-attention)
 inline constexpr tensor_slot no_slot = -3;
+
+// The scratch tensors of a kernel's backward: each its own allocation, as the
+// kernel makes them, all alive until the backward returns. Kept apart, not
+// summed: the caching allocator places a 32 MiB and a 128 MiB tensor where
+// one 160 MiB block would not fit (traced: RMSNorm's weight gradient).
+struct backward_scratch {
+    std::array<bytes, 2> tensors;
+
+    constexpr void add(bytes b) {
+        if (b.count == 0) return;
+        for (bytes& t : tensors)
+            if (t.count == 0) {
+                t = b;
+                return;
+            }
+        throw error("anatomy::backward_scratch::add: internal error, a kernel's backward has more than 2 scratch tensors");
+    }
+};
 
 // No default member initializers (see static_vector): build with braces,
 // which zero what is left out, and always give `in`.
@@ -37,7 +56,7 @@ struct kernel {
     bytes workspace;           // freed before the kernel returns
     std::uint8_t grad_inputs;  // bit i: backward allocates a gradient for in[i]
     bytes param_grads;         // parameter gradients its backward creates; they persist
-    bytes backward_workspace;  // freed before its backward returns
+    backward_scratch backward_workspace;  // freed before its backward returns
     bool held;                 // lives until the step ends: model outputs, the KV cache
     bool returned;             // in the model's output (logits, the KV cache), kept or not by the loop
     bool forward_scoped;       // lives until the forward returns: masks the model builds once

@@ -26,9 +26,9 @@ constexpr tensor_slot expand_embedding(kernel_builder& b, const op& o) {
         const bytes table = o.weight.numel() * size_of(b.grad_type());
         if (one_compiled_graph(b) && o.weight_shared_later) {
             k.param_grads = table;
-            k.backward_workspace = table;
+            k.backward_workspace.add(table);
         } else if (o.tied || o.weight_shared_later) {
-            k.backward_workspace = table;
+            k.backward_workspace.add(table);
         } else {
             k.param_grads = table;
         }
@@ -75,7 +75,7 @@ constexpr tensor_slot linear_4bit(kernel_builder& b, const op& o, tensor_slot x)
     k.requires_grad = b.grad_of(x_c);
     k.grad_inputs = k.requires_grad ? 1 : 0;
     k.workspace = dequantized;
-    k.backward_workspace = dequantized;
+    k.backward_workspace.add(dequantized);
     if (!o.bias.empty()) k.param_grads = bytes{};  // frozen with the base
     tensor_slot y = b.push(k);
     y = b.cast(y, checked_mul(n, o.out_width), b.type_of(x));
@@ -108,7 +108,8 @@ constexpr tensor_slot int8_linear(kernel_builder& b, const op& o, tensor_slot x)
     mm.saves_inputs = mm.requires_grad ? 1 : 0;
     mm.saved_with_graph = true;
     mm.grad_inputs = mm.requires_grad ? 1 : 0;
-    mm.backward_workspace = b.tensor(o.weight.numel(), t) + b.tensor(o.out_width, dtype::fp32);
+    mm.backward_workspace.add(b.tensor(o.weight.numel(), t));
+    mm.backward_workspace.add(b.tensor(o.out_width, dtype::fp32));
     return b.push(mm);
 }
 
@@ -147,8 +148,8 @@ constexpr tensor_slot expand_linear(kernel_builder& b, const op& o) {
     k.param_grads = one_compiled_graph(b) && o.tied ? bytes{} : b.param_grad_bytes(o);
     // The weight gradient is computed in the compute dtype, then cast;
     // the bias gradient is a reduction over tokens (reduction_staging).
-    if (weight_grad && weight_cast) k.backward_workspace += weight_copy;
-    if (weight_grad && !o.bias.empty()) k.backward_workspace += b.reduction_staging(n, o.out_width);
+    if (weight_grad && weight_cast) k.backward_workspace.add(weight_copy);
+    if (weight_grad && !o.bias.empty()) k.backward_workspace.add(b.reduction_staging(n, o.out_width));
     const tensor_slot y = b.push(k);
     return adapted ? lora_branch(b, o, x, y) : y;
 }
@@ -186,7 +187,7 @@ constexpr tensor_slot with_parameter(kernel_builder& b, const op& o, const char*
     k.requires_grad = b.grad_of(x) || b.trainable(o);
     k.grad_inputs = b.grad_of(x) ? 1 : 0;
     k.param_grads = b.param_grad_bytes(o);
-    if (sums_over_batch && b.trainable(o)) k.backward_workspace = b.tensor(o.weight.numel(), t);
+    if (sums_over_batch && b.trainable(o)) k.backward_workspace.add(b.tensor(o.weight.numel(), t));
     return b.push(k);
 }
 

@@ -72,10 +72,11 @@ constexpr tensor_slot expand_rms_norm(kernel_builder& b, const op& o) {
     k.saves_inputs = weight_grad ? 1 : 0;
     k.param_grads = b.param_grad_bytes(o);
     // grad_weight = (grad_out * normed).sum over rows
-    if (weight_grad)
-        k.backward_workspace = b.tensor(elements, weight_mul_type) +
-                               b.reduction_staging(o.heads == 0 ? b.rows(o.rows) : b.elements(o.rows, o.heads),
-                                                   o.weight.numel());
+    if (weight_grad) {
+        k.backward_workspace.add(b.tensor(elements, weight_mul_type));
+        k.backward_workspace.add(
+            b.reduction_staging(o.heads == 0 ? b.rows(o.rows) : b.elements(o.rows, o.heads), o.weight.numel()));
+    }
     tensor_slot y = b.push(k);
     if (style == rms_style::scale_then_cast || style == rms_style::unit_offset) y = b.cast(y, elements, in_type);
     return y;

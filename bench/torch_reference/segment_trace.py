@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""The caching allocator's event history of a few training steps, for comparing
+with anatomy's replay event by event: which request opened which segment.
+
+Builds the model as measure_h200.py's families style does (from_config on cuda,
+random init), runs `--steps` steps (forward, backward, optimizer.step,
+zero_grad(set_to_none=True)) and writes one JSON line per allocator event:
+[action, address, size] with action alloc | free_completed | segment_alloc |
+segment_free (free_requested is dropped), then a summary line.
+
+  python3 segment_trace.py CONFIG.json --batch 1 --seq 4096 --weights bf16 --gc --out trace.jsonl
+"""
+import argparse, json, torch
+from transformers import AutoConfig, AutoModelForCausalLM
+
+ap = argparse.ArgumentParser()
+ap.add_argument("config")
+ap.add_argument("--batch", type=int, required=True)
+ap.add_argument("--seq", type=int, required=True)
+ap.add_argument("--weights", choices=["fp32", "bf16"], default="fp32")
+ap.add_argument("--gc", action="store_true")
+ap.add_argument("--steps", type=int, default=2)
+ap.add_argument("--out", required=True)
+a = ap.parse_args()
+
+d = json.load(open(a.config))
+cfg = AutoConfig.for_model(d.pop("model_type"), **{k: v for k, v in d.items() if k != "transformers_version"})
+torch.ones(1, device="cuda"); torch.cuda.synchronize()
+torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python", max_entries=4_000_000)
+dtype = torch.bfloat16 if a.weights == "bf16" else torch.float32
+with torch.device("cuda"):
+    model = AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation="sdpa")
+if a.gc:
+    model.gradient_checkpointing_enable()
+model.train()
+opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-5)
+for step in range(a.steps):
+    ids = torch.randint(100, min(cfg.vocab_size, 30000), (a.batch, a.seq), device="cuda")
+    out = model(input_ids=ids, labels=ids); loss = out.loss
+    loss.backward(); del out, loss
+    opt.step(); opt.zero_grad(set_to_none=True)
+    del ids
+    torch.cuda.synchronize()
+snap = torch.cuda.memory._snapshot()
+torch.cuda.memory._record_memory_history(enabled=None)
+events = [e for e in snap["device_traces"][0] if e["action"] != "free_requested"]
+with open(a.out, "w") as f:
+    for e in events:
+        f.write(json.dumps([e["action"], e["addr"], e["size"]]) + "\n")
+    f.write(json.dumps({"max_reserved": torch.cuda.max_memory_reserved(), "max_allocated": torch.cuda.max_memory_allocated(),
+                        "events": len(events)}) + "\n")
+print(a.out, len(events), torch.cuda.max_memory_reserved(), torch.cuda.max_memory_allocated())
