@@ -62,6 +62,8 @@ constexpr bool quantized_weight(const op& o, const recipe& r) {
     return r.quantize != quantization::none && o.kind == op_kind::linear && !o.full_precision;
 }
 
+namespace detail {
+
 // Calls f(parameter_tensor_group) for each parameter tensor of one op, LoRA
 // adapters included; `copies` is how many of them the group stands for.
 template <class F>
@@ -76,22 +78,24 @@ constexpr void for_each_parameter_of(const op& o, const stage& s, std::uint64_t 
     }
 }
 
-// Calls f(parameter_tensor_group) for every parameter tensor, LoRA adapters
-// included, each op's for all copies of its stage at once. Tied weights are
-// visited once.
-template <class F>
-constexpr void for_each_parameter(const op_graph& graph, const recipe& r, F&& f) {
-    for (std::size_t i = 0; i < graph.stages.size(); ++i)
-        for (const op& o : graph.stages[i].ops) for_each_parameter_of(o, graph.stages[i], graph.copies(i), r, f);
-}
-
-// The same tensors one at a time, in model.parameters() order: layer by
+// Every parameter tensor one at a time, in model.parameters() order: layer by
 // layer, as the optimizer's first step creates their state.
 template <class F>
 constexpr void for_each_parameter_in_model_order(const op_graph& graph, const recipe& r, F&& f) {
     for (std::size_t i = 0; i < graph.stages.size(); ++i)
         for (std::uint64_t layer = 0; layer < graph.copies(i); ++layer)
             for (const op& o : graph.stages[i].ops) for_each_parameter_of(o, graph.stages[i], 1, r, f);
+}
+
+}  // namespace detail
+
+// Calls f(parameter_tensor_group) for every parameter tensor, LoRA adapters
+// included, each op's for all copies of its stage at once. Tied weights are
+// visited once.
+template <class F>
+constexpr void for_each_parameter(const op_graph& graph, const recipe& r, F&& f) {
+    for (std::size_t i = 0; i < graph.stages.size(); ++i)
+        for (const op& o : graph.stages[i].ops) detail::for_each_parameter_of(o, graph.stages[i], graph.copies(i), r, f);
 }
 
 namespace detail {

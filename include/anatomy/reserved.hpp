@@ -6,6 +6,8 @@
 #include <anatomy/caching_allocator.hpp>
 #include <anatomy/estimate.hpp>
 
+#include <utility>
+
 namespace anatomy {
 
 struct allocator_replay {
@@ -42,14 +44,18 @@ constexpr void optimizer_step(const op_graph& graph, const recipe& r, bool first
     const step_scratch scratch = scratch_of(r.optimizer);
     param_tensor largest{};
     bytes largest_scratch{};
+    // A parameter's shard of the state, and whether it has an fp32 master copy.
+    const auto state_of = [&r](const parameter_tensor_group& group) {
+        const bool master = r.master == master_weights::fp32 && is_half(group.type);
+        return std::pair{state_shard(group.tensor, r), master};
+    };
     // The first step creates the state, layer by layer in model.parameters()
     // order (the optimizers' _init_group); then the update's scratch is
     // allocated for every tensor (a foreach op makes one result per tensor).
     if (first)
         for_each_parameter_in_model_order(graph, r, [&](const parameter_tensor_group& group) {
             if (!group.trainable) return;
-            const param_tensor shard = state_shard(group.tensor, r);
-            const bool master = r.master == master_weights::fp32 && is_half(group.type);
+            const auto [shard, master] = state_of(group);
             if (master) a.allocate(shard.numel() * size_of(dtype::fp32), tensor_owner::model, block_use::master_weights);
             if (!pages_state(r.optimizer))  // paged state is managed memory, outside the allocator
                 for (bytes state : optimizer_state_tensors(r.optimizer, shard, master ? dtype::fp32 : group.type))
@@ -57,8 +63,7 @@ constexpr void optimizer_step(const op_graph& graph, const recipe& r, bool first
         });
     for_each_parameter_in_model_order(graph, r, [&](const parameter_tensor_group& group) {
         if (!group.trainable) return;
-        const param_tensor shard = state_shard(group.tensor, r);
-        const bool master = r.master == master_weights::fp32 && is_half(group.type);
+        const auto [shard, master] = state_of(group);
         const bytes tensor = shard.numel() * size_of(scratch_type(r.optimizer, master ? dtype::fp32 : group.type));
         if (scratch == step_scratch::one_per_tensor) a.allocate(tensor, tensor_owner::step, block_use::temporaries);
         if (is_zero(r.parallel) && master)

@@ -142,7 +142,8 @@ constexpr tensor_slot fused_attention(kernel_builder& b, const op& o, tensor_slo
     kernel& kn = b.at(y);
     // Backward: an fp32 dQ accumulator and the row sums of dO * O; with
     // grouped K/V, dK and dV at full head count before they are summed. One
-    // allocation (traced, cuDNN on the H200, llama-3-8b: one 128.5 MiB block per layer).
+    // allocation (cuDNN on the H200, llama-3-8b by bench/torch_reference/segment_trace.py:
+    // one 128.5 MiB block per layer).
     bytes scratch = heads_bytes(b, a.rows, a.heads, a.head_dim, dtype::fp32) +
                     b.tensor(b.elements(a.rows, a.heads), dtype::fp32);
     if (k_heads != a.heads && is_half(t))
