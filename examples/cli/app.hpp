@@ -12,6 +12,7 @@
 #include "support.hpp"
 
 #include <anatomy/anatomy.hpp>
+#include <anatomy/entries.hpp>
 #include <anatomy/explain.hpp>
 #include <anatomy/format.hpp>
 #include <anatomy/reserved.hpp>
@@ -87,12 +88,6 @@ struct request {
         return r;
     }
 };
-
-// phase_peaks is reflectable; the library has no public for_each for it yet.
-template <class F>
-void for_each_phase(const phase_peaks& phases, F&& f) {
-    detail::for_each_field(phases, std::forward<F>(f));
-}
 
 inline std::string grouped(std::uint64_t n) {
     const std::string digits = std::to_string(n);

@@ -59,7 +59,7 @@ std::string choices(std::string_view separator = ", ") {
     std::string out;
     for (const auto& entry : enum_names<Enum>::table) {
         if (!out.empty()) out += separator;
-        out += entry.second;
+        out += entry.name;
     }
     return out;
 }

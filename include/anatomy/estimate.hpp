@@ -21,11 +21,12 @@
 
 namespace anatomy {
 
+// The peak of each phase of the step; for_each_phase (<anatomy/entries.hpp>)
+// names them.
 struct phase_peaks {
-    ANATOMY_REFLECTABLE(phase_peaks,
-                        (bytes, forward),
-                        (bytes, backward),
-                        (bytes, optimizer));
+    bytes forward;
+    bytes backward;
+    bytes optimizer;
 };
 
 struct memory_estimate {
@@ -417,15 +418,20 @@ inline constexpr std::size_t max_runs = 2 * max_stages + 8;
 // The step's order of runs: a stage whose first layer gets a different input
 // (one that needs no gradient, under LoRA's frozen embeddings) is two runs,
 // and a cycle whose first pass does is walked once, then times - 1 more.
+// Each run's kernels are expanded once, here, for the plan and both walks.
 struct step_plan {
     std::array<layer_run, max_runs> runs{};
     std::size_t run_count = 0;
+    std::vector<expansion> expansions;  // by run
     std::array<run_group, max_runs> groups{};
     std::size_t group_count = 0;
     std::array<stage_handoff, max_stages> out{};  // each stage's output, as walked last
     stage_input_info encoder{};
 
-    constexpr void add_run(layer_run r) { runs[run_count++] = r; }
+    constexpr void add_run(layer_run r, expansion&& kernels) {
+        runs[run_count++] = r;
+        expansions.push_back(static_cast<expansion&&>(kernels));
+    }
     constexpr void add_group(std::size_t first, std::uint64_t times) {
         if (run_count > first && times > 0) groups[group_count++] = {first, run_count - first, times};
     }
@@ -439,13 +445,16 @@ constexpr bool same_input(stage_input_info a, stage_input_info b) {
 constexpr stage_input_info plan_stage(step_plan& plan, const op_graph& graph, std::size_t i, const model_spec& m,
                                       const recipe& r, const shape& s, const device_profile& d, stage_input_info input) {
     const stage& st = graph.stages[i];
-    stage_handoff out = handoff(expand(st, m, r, s, d, input, plan.encoder), st);
+    expansion first = expand(st, m, r, s, d, input, plan.encoder);
+    stage_handoff out = handoff(first, st);
     if (st.repeat > 1 && !same_input(out.output, input)) {
-        plan.add_run({i, input, 1});
-        plan.add_run({i, out.output, st.repeat - 1});
-        out = handoff(expand(st, m, r, s, d, out.output, plan.encoder), st);
+        const stage_input_info later = out.output;
+        expansion rest = expand(st, m, r, s, d, later, plan.encoder);
+        out = handoff(rest, st);
+        plan.add_run({i, input, 1}, static_cast<expansion&&>(first));
+        plan.add_run({i, later, st.repeat - 1}, static_cast<expansion&&>(rest));
     } else {
-        plan.add_run({i, input, st.repeat});
+        plan.add_run({i, input, st.repeat}, static_cast<expansion&&>(first));
     }
     plan.out[i] = out;
     if (st.encoder_output) plan.encoder = out.output;
@@ -457,6 +466,8 @@ constexpr step_plan plan_step(const op_graph& graph, const model_spec& m, const 
     step_plan plan{};
     stage_input_info previous{};
     const layer_cycle& c = graph.cycle;
+    // At most two runs a stage, and a cycle's stages planned twice.
+    plan.expansions.reserve(2 * (graph.stages.size() + (c.times > 1 ? c.count : 0)));
     for (std::size_t i = 0; i < graph.stages.size();) {
         if (c.times > 1 && i == c.first) {
             const stage_input_info entry = previous;
@@ -503,12 +514,7 @@ public:
     constexpr step_walker(const op_graph& graph, const model_spec& m, const recipe& r, const shape& s,
                           const device_profile& d, caching_allocator* allocator)
         : graph_(graph), m_(m), r_(r), s_(s), d_(d), allocator_(allocator), plan_(plan_step(graph, m, r, s, d)) {
-        // Each run's kernels, expanded once for the forward and the backward walk.
-        expansions_.reserve(plan_.run_count);
-        for (std::size_t i = 0; i < plan_.run_count; ++i) {
-            const layer_run& run = plan_.runs[i];
-            expansions_.push_back(expand(graph_.stages[run.stage], m_, r_, s_, d_, run.input, plan_.encoder));
-        }
+        if (!allocator_) forward_walks_.reserve(plan_.run_count);  // emplaced into: they must not move
     }
 
     constexpr step_peaks walk(std::int64_t base, bool grads_exist) {
@@ -537,9 +543,10 @@ private:
     constexpr bool checkpointed(std::size_t stage_index) const {
         return !r_.inference && r_.grad_checkpointing && graph_.stages[stage_index].block;
     }
-    constexpr const expansion& expanded(const layer_run& run) const {
-        return expansions_[static_cast<std::size_t>(&run - plan_.runs.data())];
+    constexpr std::size_t run_index(const layer_run& run) const {
+        return static_cast<std::size_t>(&run - plan_.runs.data());
     }
+    constexpr const expansion& expanded(const layer_run& run) const { return plan_.expansions[run_index(run)]; }
     constexpr tensor_slot output_slot(const layer_run& run, const expansion& ex) const {
         return handoff(ex, graph_.stages[run.stage]).slot;
     }
@@ -577,7 +584,11 @@ private:
         const std::uint64_t walks = allocator_ ? run.repeat : 1;
         const std::uint64_t times = group_times_of(run);
         for (std::uint64_t w = 0; w < walks; ++w) {
-            stage_walk walk(ex.kernels, out, run.input, plan_.encoder, previous_block_, input_held(run.stage));
+            // Replayed, each layer's walk is its own and not kept.
+            if (allocator_) layer_walk_.clear();
+            stage_walk& walk = (allocator_ ? layer_walk_ : forward_walks_)
+                                   .emplace_back(ex.kernels, out, run.input, plan_.encoder, previous_block_,
+                                                 input_held(run.stage));
             walk.observe(allocator_);
             // Replaying, the first layer keeps the embedding output, which is
             // released when the layers are done.
@@ -708,7 +719,13 @@ private:
         for (std::uint64_t w = 0; w < walks; ++w) {
             // The layer's forward blocks are on top of the stack, its input's last.
             const block_id input_block = allocator_ ? recorded_.back() : no_block;
-            stage_walk walk(ex.kernels, out.slot, run.input, plan_.encoder, input_block, input_held(run.stage));
+            // Unreplayed and not recomputed, the layer's forward walk is still
+            // in the state its backward needs.
+            const bool walked = !allocator_ && !checkpointed(run.stage);
+            if (!walked) layer_walk_.clear();
+            stage_walk& walk = walked ? forward_walks_[run_index(run)]
+                                      : layer_walk_.emplace_back(ex.kernels, out.slot, run.input, plan_.encoder,
+                                                                 input_block, input_held(run.stage));
             live_bytes one{};
             if (checkpointed(run.stage)) {
                 // Recompute the layer with autograd on, run its backward,
@@ -730,7 +747,7 @@ private:
                     allocator_->release(input_block);
                 }
             } else {
-                (void)walk.forward(true, false);  // rebuilds what autograd saved, silently
+                if (!walked) (void)walk.forward(true, false);  // rebuilds what autograd saved, silently
                 if (allocator_) walk.restore_from(recorded_);
                 walk.observe(allocator_);
                 one = walk.backward(grads_exist, encoder_grad, output_grad, reduction(r_, st));
@@ -752,11 +769,11 @@ private:
         return plan_.run_count;
     }
     constexpr bool next_is_block(const layer_run& run) const {
-        const std::size_t i = static_cast<std::size_t>(&run - plan_.runs.data());
+        const std::size_t i = run_index(run);
         return i + 1 < plan_.run_count && graph_.stages[plan_.runs[i + 1].stage].block;
     }
     constexpr std::uint64_t group_times_of(const layer_run& run) const {
-        const std::size_t i = static_cast<std::size_t>(&run - plan_.runs.data());
+        const std::size_t i = run_index(run);
         for (std::size_t g = 0; g < plan_.group_count; ++g)
             if (i >= plan_.groups[g].first && i < plan_.groups[g].first + plan_.groups[g].count) return plan_.groups[g].times;
         return 1;
@@ -769,7 +786,12 @@ private:
     const device_profile& d_;
     caching_allocator* allocator_;
     step_plan plan_;
-    std::vector<expansion> expansions_;  // by run
+    // Without an allocator, each run's forward walk, kept for its backward
+    // (which then need not walk the forward again): by run, in forward order.
+    std::vector<stage_walk> forward_walks_;
+    // A walk that is not kept (a replayed layer's, a recomputed one's): one
+    // slot, reused. A std::optional here was zero-filled, 12 KB a walk.
+    std::vector<stage_walk> layer_walk_;
     std::int64_t forward_scoped_ = 0;
     block_id previous_block_ = no_block;
     bytes held_embedding_{};

@@ -2,6 +2,7 @@
 // group, like a torch.cuda.memory snapshot read by module.
 #pragma once
 
+#include <anatomy/entries.hpp>
 #include <anatomy/estimate.hpp>
 #include <anatomy/kernels.hpp>
 #include <anatomy/timeline.hpp>
@@ -56,7 +57,7 @@ inline memory_snapshot explain(const model_spec& model, const recipe& r, const s
         for (std::size_t i = group.first; i < group.first + group.count; ++i) {
             const detail::layer_run& run = plan.runs[i];
             const stage& st = graph.stages[run.stage];
-            const expansion ex = expand(st, model, r, rs, device, run.input, plan.encoder);
+            const expansion& ex = plan.expansions[i];
             const tensor_slot output = detail::handoff(ex, st).slot;
             detail::stage_walk walk(ex.kernels, output, run.input, plan.encoder);
             const bool checkpointed = !r.inference && r.grad_checkpointing && st.block;

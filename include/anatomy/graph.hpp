@@ -276,7 +276,7 @@ public:
     constexpr op_graph result() const { return graph_; }
 
 private:
-    op_graph graph_{};
+    op_graph graph_;  // not graph_{}: value-initializing zero-fills all 213 KB first
 };
 
 constexpr module_path in(std::string_view scope, std::string_view name) { return {scope, name}; }

@@ -115,9 +115,11 @@ inline constexpr model_spec llama_4_maverick = families::llama4({.vocab = 202048
 // GPT-3 175B (Brown et al., 2020, Table 2.1) in the GPT-2 layout; no checkpoint.
 inline constexpr model_spec gpt3_175b = families::gpt2({.vocab = 50257, .hidden = 12288, .layers = 96, .heads = 96, .ffn = 49152, .tied = true}, 2048);
 
+// `spec` refers to the preset's own variable: a table of copies would make
+// the compiler build 88 more 960-byte constants in every TU.
 struct named_preset {
     std::string_view name;
-    model_spec spec;
+    const model_spec& spec;
 };
 
 inline constexpr std::array all = {

@@ -2,6 +2,7 @@
 #include "cli.hpp"
 
 #include <anatomy/anatomy.hpp>
+#include <anatomy/entries.hpp>
 #include <anatomy/llmc.hpp>
 
 #include <catch2/catch.hpp>

@@ -1,6 +1,7 @@
 // Static tests: this file passes by compiling. Each line is a claim the
 // library proves in constant evaluation, on the same code path as run time.
 #include <anatomy/anatomy.hpp>
+#include <anatomy/entries.hpp>
 #include <anatomy/llmc.hpp>
 #include <anatomy/peak_set.hpp>
 

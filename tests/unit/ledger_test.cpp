@@ -1,4 +1,5 @@
 // The per-parameter byte table every source quotes, reproduced recipe by recipe.
+#include <anatomy/entries.hpp>
 #include <anatomy/estimate.hpp>
 #include <anatomy/names.hpp>
 #include <anatomy/optimizer.hpp>

@@ -1,16 +1,19 @@
-// Boost.Hana is used only here: the field names and values of a reflectable
-// struct are handed to a callback as (std::string_view, value), so no Hana
-// type reaches a public signature.
+// Boost.Hana is used only here and in entries.hpp: the field names and
+// values of an adapted struct are handed to a callback as (std::string_view,
+// value), so no Hana type reaches a public signature.
 #pragma once
 
 #include <boost/hana/accessors.hpp>
-#include <boost/hana/define_struct.hpp>
+#include <boost/hana/adapt_struct.hpp>
 #include <boost/hana/first.hpp>
 #include <boost/hana/for_each.hpp>
+#include <boost/hana/length.hpp>
 #include <boost/hana/second.hpp>
 #include <boost/hana/string.hpp>
 
+#include <cstddef>
 #include <string_view>
+#include <type_traits>
 
 namespace anatomy::detail {
 
@@ -22,6 +25,10 @@ constexpr void for_each_field(Struct&& object, F&& f) {
     });
 }
 
-}  // namespace anatomy::detail
+// How many fields BOOST_HANA_ADAPT_STRUCT named.
+template <class Struct>
+constexpr std::size_t adapted_field_count() {
+    return decltype(boost::hana::length(boost::hana::accessors<Struct>()))::value;
+}
 
-#define ANATOMY_REFLECTABLE BOOST_HANA_DEFINE_STRUCT
+}  // namespace anatomy::detail

@@ -31,33 +31,38 @@ private:
     }
 };
 
+// The defaults are ""sv literals: a string_view built from a plain literal
+// counts its characters one by one in constant evaluation, which made every
+// model_spec's default initialization 9,400 operations of g++'s instead of 900.
+using std::string_view_literals::operator""sv;
+
 struct module_names {
-    std::string_view embeddings = "model";  // the stage holding the embeddings
-    std::string_view token_table = "embed_tokens";
-    std::string_view position_table = "embed_positions";
-    std::string_view token_type_table = "token_type_embeddings";
-    std::string_view embedding_norm = "norm";
-    std::string_view layers = "model.layers";
-    std::string_view attention = "self_attn";
-    std::string_view q = "q_proj";
-    std::string_view k = "k_proj";
-    std::string_view v = "v_proj";
-    std::string_view qkv = "qkv_proj";
-    std::string_view o = "o_proj";
-    std::string_view q_norm = "q_norm";
-    std::string_view k_norm = "k_norm";
-    std::string_view mlp = "mlp";
-    std::string_view gate = "gate_proj";
-    std::string_view up = "up_proj";  // the first projection of a plain MLP, or a gated MLP's up
-    std::string_view down = "down_proj";
-    std::string_view gate_up = "gate_up_proj";
-    std::string_view attention_norm = "input_layernorm";
-    std::string_view mlp_norm = "post_attention_layernorm";  // before the MLP (pre placement)
-    std::string_view attention_out_norm = "post_attention_layernorm";  // after attention (sandwich, post)
-    std::string_view mlp_out_norm = "post_feedforward_layernorm";      // after the MLP (sandwich, post)
-    std::string_view final_stage = "model";
-    std::string_view final_norm = "norm";
-    std::string_view lm_head = "lm_head";
+    std::string_view embeddings = "model"sv;  // the stage holding the embeddings
+    std::string_view token_table = "embed_tokens"sv;
+    std::string_view position_table = "embed_positions"sv;
+    std::string_view token_type_table = "token_type_embeddings"sv;
+    std::string_view embedding_norm = "norm"sv;
+    std::string_view layers = "model.layers"sv;
+    std::string_view attention = "self_attn"sv;
+    std::string_view q = "q_proj"sv;
+    std::string_view k = "k_proj"sv;
+    std::string_view v = "v_proj"sv;
+    std::string_view qkv = "qkv_proj"sv;
+    std::string_view o = "o_proj"sv;
+    std::string_view q_norm = "q_norm"sv;
+    std::string_view k_norm = "k_norm"sv;
+    std::string_view mlp = "mlp"sv;
+    std::string_view gate = "gate_proj"sv;
+    std::string_view up = "up_proj"sv;  // the first projection of a plain MLP, or a gated MLP's up
+    std::string_view down = "down_proj"sv;
+    std::string_view gate_up = "gate_up_proj"sv;
+    std::string_view attention_norm = "input_layernorm"sv;
+    std::string_view mlp_norm = "post_attention_layernorm"sv;  // before the MLP (pre placement)
+    std::string_view attention_out_norm = "post_attention_layernorm"sv;  // after attention (sandwich, post)
+    std::string_view mlp_out_norm = "post_feedforward_layernorm"sv;      // after the MLP (sandwich, post)
+    std::string_view final_stage = "model"sv;
+    std::string_view final_norm = "norm"sv;
+    std::string_view lm_head = "lm_head"sv;
 };
 
 }  // namespace anatomy
