@@ -584,8 +584,11 @@ private:
         const std::uint64_t walks = allocator_ ? run.repeat : 1;
         const std::uint64_t times = group_times_of(run);
         for (std::uint64_t w = 0; w < walks; ++w) {
-            // Replayed, each layer's walk is its own and not kept.
+            // Replayed, each layer's walk is its own and not kept. Otherwise
+            // the walk is kept at its run's index, for backward_run.
             if (allocator_) layer_walk_.clear();
+            else detail::require(forward_walks_.size() == run_index(run),
+                                 "anatomy::estimate: internal error, the forward walked a run out of order");
             stage_walk& walk = (allocator_ ? layer_walk_ : forward_walks_)
                                    .emplace_back(ex.kernels, out, run.input, plan_.encoder, previous_block_,
                                                  input_held(run.stage));
@@ -787,7 +790,7 @@ private:
     caching_allocator* allocator_;
     step_plan plan_;
     // Without an allocator, each run's forward walk, kept for its backward
-    // (which then need not walk the forward again): by run, in forward order.
+    // (which then need not walk the forward again), by run index.
     std::vector<stage_walk> forward_walks_;
     // A walk that is not kept (a replayed layer's, a recomputed one's): one
     // slot, reused. A std::optional here was zero-filled, 12 KB a walk.
