@@ -969,14 +969,15 @@ inline void cmd_presets(bool as_json, std::ostream& out) {
     if (!as_json)
         out << fmt::format("{:<19}{:<13}{:<11}{:>20}{:>20}\n", "preset", "model_type", "task", "params", "active params");
     for (const auto& p : presets::all) {
-        const op_graph graph = lower(p.spec);
+        const model_spec spec = p.spec();
+        const op_graph graph = lower(spec);
         const std::uint64_t params = parameter_count(graph);
-        const std::uint64_t active = active_parameter_count(graph, p.spec);
+        const std::uint64_t active = active_parameter_count(graph, spec);
         if (as_json) {
-            list.push_back(ojson{{"name", p.name}, {"model_type", p.spec.model_type}, {"task", name_of(p.spec.head.kind)},
+            list.push_back(ojson{{"name", p.name}, {"model_type", spec.model_type}, {"task", name_of(spec.head.kind)},
                                  {"params", params}, {"active_params", active}});
         } else {
-            out << fmt::format("{:<19}{:<13}{:<11}{:>20}{:>20}\n", p.name, p.spec.model_type, name_of(p.spec.head.kind),
+            out << fmt::format("{:<19}{:<13}{:<11}{:>20}{:>20}\n", p.name, spec.model_type, name_of(spec.head.kind),
                                grouped(params), grouped(active));
         }
     }

@@ -65,7 +65,7 @@ TEST_CASE("every preset has transformers' parameter count", "[params]") {
         if (p.name == "gpt3-175b") continue;  // no checkpoint; tests/unit/params_test.cpp checks its formula
         INFO(p.name);
         const std::string key = "tests/data/configs/" + std::string(p.name) + ".json";
-        CHECK(parameter_count(lower(p.spec)) == transformers_count(key, p.spec.head.kind));
+        CHECK(parameter_count(lower(p.spec)) == transformers_count(key, p.spec().head.kind));
     }
 }
 

@@ -17,6 +17,10 @@ static_assert(parameter_count(lower(presets::bert_large)) == 335143938);
 static_assert(parameter_count(lower(presets::llama_3_8b)) == 8030261248);
 static_assert(parameter_count(lower(presets::t5_small)) == 60506624);
 static_assert(presets::find("qwen2.5-0.5b").has_value());
+// A preset is a model_spec where one is taken, and preset() reads its fields.
+static_assert(presets::llama_3_8b().layers == 32 && presets::llama_3_8b().kv_head_count() == 8);
+static_assert([] { const model_spec m = presets::gemma_3_1b; return m.model_type == "gemma3_text" && m.hidden == 1152; }());
+static_assert(presets::find("llama-3-8b")->embedding.vocab == 128256);
 static_assert(!presets::find("gpt5").has_value());
 
 constexpr shape bert_shape{.batch = 4, .seq = 512};

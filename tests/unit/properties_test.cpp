@@ -37,21 +37,22 @@ TEST_CASE("the peak grows with the batch and the replay reserves at least the pe
                                 recipe{.grad_checkpointing = true, .lora = {.rank = 8}, .quantize = quantization::int8}};
     std::size_t checked = 0;
     for (const auto& p : presets::all) {
-        if (parameter_count(lower(p.spec)) > 1'600'000'000ULL) continue;
-        const bool compilable = !p.spec.experts.enabled() && !p.spec.attention.latent() &&
-                                p.spec.stack != stack_kind::encoder_decoder;
+        const model_spec spec = p.spec();
+        if (parameter_count(lower(spec)) > 1'600'000'000ULL) continue;
+        const bool compilable = !spec.experts.enabled() && !spec.attention.latent() &&
+                                spec.stack != stack_kind::encoder_decoder;
         // The last two recipes: LLM.int8 with LoRA on the first linear of a layer.
-        recipes[recipes.size() - 2].lora.targets[0] = first_layer_linear(p.spec);
-        recipes[recipes.size() - 1].lora.targets[0] = first_layer_linear(p.spec);
+        recipes[recipes.size() - 2].lora.targets[0] = first_layer_linear(spec);
+        recipes[recipes.size() - 1].lora.targets[0] = first_layer_linear(spec);
         for (std::size_t k = 0; k < recipes.size(); ++k) {
             if (recipes[k].compile && !compilable) continue;
             INFO(p.name << ", recipe " << k);
             bytes previous{};
             for (const std::uint64_t batch : {1, 2, 4}) {
-                const shape s{.batch = batch, .seq = p.spec.embedding.patches() ? 0ULL : 256ULL};
-                const memory_estimate e = estimate(p.spec, recipes[k], s);
+                const shape s{.batch = batch, .seq = spec.embedding.patches() ? 0ULL : 256ULL};
+                const memory_estimate e = estimate(spec, recipes[k], s);
                 CHECK(e.peak >= previous);  // equal while the optimizer step is the peak
-                CHECK(replay_allocator(p.spec, recipes[k], s).peak_reserved >= e.peak);
+                CHECK(replay_allocator(spec, recipes[k], s).peak_reserved >= e.peak);
                 previous = e.peak;
                 ++checked;
             }
@@ -67,16 +68,17 @@ TEST_CASE("sizes past 64 bits throw overflow_error, never a wrapped size", "[pro
                                 recipe{.weights = dtype::bf16, .parallel = parallelism::fsdp, .world_size = 8}};
     std::size_t checked = 0;
     for (const auto& p : presets::all) {
+        const model_spec spec = p.spec();
         for (std::size_t k = 0; k < recipes.size(); ++k) {
             INFO(p.name << ", recipe " << k);
             // 2^50 sequences of 128 tokens: the token count alone fits, the bytes do not.
-            const shape s{.batch = 1ULL << 50, .seq = p.spec.embedding.patches() ? 0ULL : 128ULL};
-            CHECK_THROWS_AS(estimate(p.spec, recipes[k], s), overflow_error);
+            const shape s{.batch = 1ULL << 50, .seq = spec.embedding.patches() ? 0ULL : 128ULL};
+            CHECK_THROWS_AS(estimate(spec, recipes[k], s), overflow_error);
             ++checked;
         }
         INFO(p.name);
-        const shape s{.batch = 1ULL << 50, .seq = p.spec.embedding.patches() ? 0ULL : 128ULL};
-        CHECK_THROWS_AS(replay_allocator(p.spec, recipe{}, s), overflow_error);
+        const shape s{.batch = 1ULL << 50, .seq = spec.embedding.patches() ? 0ULL : 128ULL};
+        CHECK_THROWS_AS(replay_allocator(spec, recipe{}, s), overflow_error);
     }
     CHECK(checked >= 4 * 50);
 }
