@@ -420,12 +420,12 @@ inline constexpr std::size_t max_runs = 2 * max_stages + 8;
 // and a cycle whose first pass does is walked once, then times - 1 more.
 // Each run's kernels are expanded once, here, for the plan and both walks.
 struct step_plan {
-    std::array<layer_run, max_runs> runs{};
+    layer_run runs[max_runs]{};
     std::size_t run_count = 0;
     std::vector<expansion> expansions;  // by run
-    std::array<run_group, max_runs> groups{};
+    run_group groups[max_runs]{};
     std::size_t group_count = 0;
-    std::array<stage_handoff, max_stages> out{};  // each stage's output, as walked last
+    stage_handoff out[max_stages]{};  // each stage's output, as walked last
     stage_input_info encoder{};
 
     constexpr void add_run(layer_run r, expansion&& kernels) {
@@ -544,7 +544,7 @@ private:
         return !r_.inference && r_.grad_checkpointing && graph_.stages[stage_index].block;
     }
     constexpr std::size_t run_index(const layer_run& run) const {
-        return static_cast<std::size_t>(&run - plan_.runs.data());
+        return static_cast<std::size_t>(&run - plan_.runs);
     }
     constexpr const expansion& expanded(const layer_run& run) const { return plan_.expansions[run_index(run)]; }
     constexpr tensor_slot output_slot(const layer_run& run, const expansion& ex) const {

@@ -19,7 +19,6 @@
 #include <anatomy/graph.hpp>
 #include <anatomy/kernels.hpp>
 
-#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -85,9 +84,9 @@ constexpr std::size_t index_of(tensor_slot s) {
 // set: the arrays are sized for the largest stage, and writing them whole
 // was most of a walk's cost.
 struct walk_blocks {
-    std::array<block_id, slot_count> tensor;
-    std::array<block_id, max_kernels_per_stage> extra;
-    std::array<block_id, max_kernels_per_stage> weight;
+    block_id tensor[slot_count];
+    block_id extra[max_kernels_per_stage];
+    block_id weight[max_kernels_per_stage];
 
     constexpr explicit walk_blocks(std::size_t n) {
         for (std::size_t i = 0; i < n; ++i) tensor[i] = extra[i] = weight[i] = no_block;
@@ -223,8 +222,8 @@ public:
     constexpr live_bytes backward(bool grads_exist, bool encoder_grad_alive, block_id output_grad,
                                   gradient_reduction reduce = {}) {
         live_bytes live{};
-        std::array<bytes, max_kernels_per_stage> param_grads;  // the first param_grad_count
-        std::array<block_id, max_kernels_per_stage> param_blocks;
+        bytes param_grads[max_kernels_per_stage];  // the first param_grad_count
+        block_id param_blocks[max_kernels_per_stage];
         std::size_t param_grad_count = 0;
         live.allocator = allocator_;
         grad_[index_of(root_of(output_))] = true;
@@ -240,8 +239,8 @@ public:
             // Transients of this backward: its scratch, gradients summed into
             // existing ones, and (accumulating) the new parameter gradients.
             // Each is its own tensor; all are alive at once at worst.
-            std::array<bytes, 6> transients{k.backward_workspace.tensors[0], k.backward_workspace.tensors[1]};
-            std::array<block_id, 6> transient_blocks{};
+            bytes transients[6]{k.backward_workspace.tensors[0], k.backward_workspace.tensors[1]};
+            block_id transient_blocks[6]{};
             std::size_t transient_count = 2;
             for (std::size_t j = 0; j < 3; ++j) {
                 if (k.in[j] == no_slot || !(k.grad_inputs >> j & 1u)) continue;
@@ -377,16 +376,16 @@ private:
     stage_input_info input_;
     stage_input_info encoder_;
     bool input_held_ = false;
-    std::array<tensor_slot, max_kernels_per_stage> root_;  // set for the stage's kernels
-    std::array<std::uint16_t, slot_count> readers_{};
-    std::array<std::uint16_t, slot_count> saved_{};
-    std::array<bool, slot_count> freed_{};
-    std::array<bool, slot_count> grad_{};
-    std::array<block_id, slot_count> grad_block_;  // set for the stage's slots
+    tensor_slot root_[max_kernels_per_stage];  // set for the stage's kernels
+    std::uint16_t readers_[slot_count]{};
+    std::uint16_t saved_[slot_count]{};
+    bool freed_[slot_count]{};
+    bool grad_[slot_count]{};
+    block_id grad_block_[slot_count];  // set for the stage's slots
     walk_blocks blocks_;
     bytes forward_scoped_{};
     caching_allocator* allocator_ = nullptr;
-    std::array<tensor_slot, 3 * max_kernels_per_stage> graph_kept_;  // the first graph_kept_count_
+    tensor_slot graph_kept_[3 * max_kernels_per_stage];  // the first graph_kept_count_
     std::size_t graph_kept_count_ = 0;
     bool saving_ = false;
     bool input_freed_ = false;

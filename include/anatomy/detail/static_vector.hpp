@@ -5,11 +5,16 @@
 // string_view or a bytes member is then zeroed at run time, capacity and
 // all: 213 KB for each op_graph, 30 KB for each kernel list, most of a plain
 // estimate's instructions. Copies copy only the live elements.
+//
+// The slots are a built-in array, as are the walk's per-slot arrays
+// (timeline.hpp) and a kernel's inputs: in constant evaluation each
+// std::array subscript is a function call, and g++ counts and pays for it.
+// Built-in arrays took a llama-3-8b estimate from 589,824 to 370,688
+// operations (docs/performance.md).
 #pragma once
 
 #include <anatomy/error.hpp>
 
-#include <array>
 #include <cstddef>
 #include <type_traits>
 // For std::construct_at, which the standard puts in <memory>: every standard
@@ -66,16 +71,16 @@ public:
     }
     constexpr std::size_t size() const { return size_; }
     constexpr bool empty() const { return size_ == 0; }
-    constexpr const_iterator begin() const { return const_iterator(items_.data()); }
-    constexpr const_iterator end() const { return const_iterator(items_.data() + size_); }
-    constexpr iterator begin() { return iterator(items_.data()); }
-    constexpr iterator end() { return iterator(items_.data() + size_); }
+    constexpr const_iterator begin() const { return const_iterator(items_); }
+    constexpr const_iterator end() const { return const_iterator(items_ + size_); }
+    constexpr iterator begin() { return iterator(items_); }
+    constexpr iterator end() { return iterator(items_ + size_); }
     constexpr const T& operator[](std::size_t i) const { return items_[i].value; }
     constexpr T& operator[](std::size_t i) { return items_[i].value; }
     constexpr T& back() { return items_[size_ - 1].value; }
 
 private:
-    std::array<slot, Capacity> items_;
+    slot items_[Capacity];
     std::size_t size_ = 0;
 };
 

@@ -119,7 +119,7 @@ public:
         k.what = what;
         k.out = out;
         k.type = t;
-        k.in = in;
+        for (std::size_t j = 0; j < 3; ++j) k.in[j] = in[j];
         return k;
     }
     constexpr tensor_slot push(kernel k) {

@@ -109,11 +109,12 @@ private:
             if (runs_extern(k) || k.alias || k.held || k.forward_scoped || k.out.count == 0) continue;
             for (std::size_t j = 0; j < i; ++j) {
                 const kernel& e = k_[j];
-                if (e.alias || !same_name(e.what, k.what) || e.in != k.in || e.out != k.out || e.type != k.type ||
+                if (e.alias || !same_name(e.what, k.what) || e.in[0] != k.in[0] || e.in[1] != k.in[1] || e.in[2] != k.in[2] || e.out != k.out || e.type != k.type ||
                     e.saved_extra.count != 0 || k.saved_extra.count != 0)
                     continue;
                 k.alias = true;
-                k.in = {static_cast<tensor_slot>(j), no_slot, no_slot};
+                k.in[0] = static_cast<tensor_slot>(j);
+                k.in[1] = k.in[2] = no_slot;
                 k.out = bytes{};
                 k.saves_inputs = 0;
                 k.saves_output = false;
@@ -179,7 +180,7 @@ private:
             bool known = false;
             for (std::uint8_t t = 0; t < saver.recompute_count; ++t) known = known || saver.recomputes_from[t] == s;
             if (known) continue;
-            if (saver.recompute_count == saver.recomputes_from.size())
+            if (saver.recompute_count == max_recompute_sources)
                 throw error("anatomy::estimate: a compiled kernel recomputes from more than 4 tensors");
             saver.recomputes_from[saver.recompute_count++] = s;
         }

@@ -8,7 +8,6 @@
 #include <anatomy/error.hpp>
 #include <anatomy/graph.hpp>
 
-#include <array>
 #include <cstdint>
 
 namespace anatomy {
@@ -25,7 +24,7 @@ inline constexpr tensor_slot no_slot = -3;
 // summed: the caching allocator places a 32 MiB and a 128 MiB tensor where
 // one 160 MiB block would not fit (traced: RMSNorm's weight gradient).
 struct backward_scratch {
-    std::array<bytes, 2> tensors;
+    bytes tensors[2];
 
     constexpr void add(bytes b) {
         if (b.count == 0) return;
@@ -38,6 +37,8 @@ struct backward_scratch {
     }
 };
 
+inline constexpr std::size_t max_recompute_sources = 4;
+
 // No default member initializers (see static_vector): build with braces,
 // which zero what is left out, and always give `in`.
 struct kernel {
@@ -46,7 +47,7 @@ struct kernel {
     bytes out;         // its output; 0 for views, which alias in[0]
     dtype type;
     bool requires_grad;
-    std::array<tensor_slot, 3> in;  // no_slot where unused
+    tensor_slot in[3];  // no_slot where unused
     std::uint8_t saves_inputs;  // bit i: autograd keeps in[i] for backward
     // Its saved inputs outlive its backward, until the autograd graph dies
     // (bitsandbytes' MatMul8bitLt keeps x as ctx.tensors, not saved tensors).
@@ -66,7 +67,7 @@ struct kernel {
     bool caches_weight_copy;   // autocast's cast cache keeps it until the forward ends
     // Compiled (kernels/compiled.hpp): the tensors its backward recomputes
     // what it saved from, kept for backward in place of saves_inputs' bits.
-    std::array<tensor_slot, 4> recomputes_from;
+    tensor_slot recomputes_from[max_recompute_sources];
     std::uint8_t recompute_count;
 };
 
@@ -82,7 +83,7 @@ struct stage_input_info {
 
 struct expansion {
     kernel_list kernels;
-    std::array<tensor_slot, max_ops_per_stage> op_output{};  // the slot holding each op's result
+    tensor_slot op_output[max_ops_per_stage]{};  // the slot holding each op's result
 };
 
 }  // namespace anatomy
