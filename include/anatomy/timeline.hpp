@@ -38,7 +38,11 @@ struct live_bytes {
         if (b.count > static_cast<std::uint64_t>(INT64_MAX)) throw overflow_error("anatomy: a tensor overflows 63 bits; use smaller sizes");
         return static_cast<std::int64_t>(b.count);
     }
+    // An empty tensor changes nothing and gets no block (the allocator's
+    // allocate(0) is no_block too): most kernels have no workspace, no saved
+    // extra and no weight copy.
     constexpr block_id add(bytes b, tensor_owner owner = tensor_owner::step) {
+        if (b.count == 0) return no_block;
         const block_id id = allocator ? allocator->allocate(b, owner) : no_block;
         const std::int64_t s = signed_size(b);
         if (now > INT64_MAX - s) throw overflow_error("anatomy: live memory overflows 63 bits; use smaller sizes");
@@ -54,6 +58,7 @@ struct live_bytes {
         return add(b, tensor_owner::gradient);
     }
     constexpr void sub(bytes b, block_id id) {
+        if (b.count == 0) return;
         if (allocator) allocator->release(id);
         now -= signed_size(b);
     }
