@@ -18,6 +18,7 @@
 #include <anatomy/error.hpp>
 
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <vector>
 
@@ -167,7 +168,10 @@ public:
             if (b.free) ++free_blocks;
             else used += b.size;
         }
-        return total == reserved_ && used == allocated_ && free_blocks == free_[0].size() + free_[1].size();
+        std::size_t listed = 0;
+        for (const std::array<class_list, size_classes>& pool : free_)
+            for (const class_list& list : pool) listed += list.size();
+        return total == reserved_ && used == allocated_ && free_blocks == listed;
     }
     constexpr bytes allocated() const { return bytes{allocated_}; }
     constexpr bytes reserved() const { return bytes{reserved_}; }
@@ -224,10 +228,23 @@ private:
         return b;
     }
 
-    // Free blocks are kept per pool, sorted by (size, segment, offset): the
-    // allocator's own (stream, size, address) order.
-    constexpr std::vector<std::size_t>& pool(bool small) { return free_[small ? 1 : 0]; }
-    constexpr const std::vector<std::size_t>& pool(bool small) const { return free_[small ? 1 : 0]; }
+    // Free blocks are kept per pool in the allocator's own (stream, size,
+    // address) order: (size, segment, offset). Each pool is split by size
+    // class, a quarter of an octave wide, and each class is a sorted list:
+    // an insert or erase then moves a few entries, not hundreds (a
+    // llama-3-8b step caches about 450 blocks in the large pool), and the
+    // classes in order are the pool in order.
+    static constexpr std::size_t size_classes = 4 * 56;  // sizes below 2^64 in 512-B units
+    static constexpr std::size_t class_words = (size_classes + 63) / 64;
+    using class_list = std::vector<std::size_t>;
+
+    static constexpr std::size_t size_class(std::uint64_t size) {
+        const std::uint64_t units = size / allocator_min_block.count;  // >= 1: blocks are 512-B multiples
+        const std::uint64_t top = std::bit_width(units) - 1;  // the octave
+        const std::uint64_t quarter = top >= 2 ? (units >> (top - 2)) & 3u : (units << (2 - top)) & 3u;
+        return static_cast<std::size_t>(4 * top + quarter);
+    }
+    constexpr class_list& list_of(std::size_t b) { return free_[blocks_[b].small ? 1 : 0][size_class(blocks_[b].size)]; }
     constexpr bool before(std::size_t a, std::size_t b) const {
         const block& x = blocks_[a];
         const block& y = blocks_[b];
@@ -235,21 +252,8 @@ private:
         if (x.segment != y.segment) return x.segment < y.segment;
         return x.offset < y.offset;
     }
-    // The first position in the pool whose block is at least `size`.
-    constexpr std::size_t lower_bound(bool small, std::uint64_t size) const {
-        const std::vector<std::size_t>& list = pool(small);
-        std::size_t lo = 0;
-        std::size_t hi = list.size();
-        while (lo < hi) {
-            const std::size_t mid = lo + (hi - lo) / 2;
-            if (blocks_[list[mid]].size < size) lo = mid + 1;
-            else hi = mid;
-        }
-        return lo;
-    }
-    // The first position in its pool whose block is not before block b.
-    constexpr std::size_t position_of(std::size_t b) const {
-        const std::vector<std::size_t>& list = pool(blocks_[b].small);
+    // The first position in `list` whose block is not before block b.
+    constexpr std::size_t position_of(const class_list& list, std::size_t b) const {
         std::size_t lo = 0;
         std::size_t hi = list.size();
         while (lo < hi) {
@@ -259,24 +263,54 @@ private:
         }
         return lo;
     }
+    constexpr void mark_class(bool small, std::size_t c, bool occupied) {
+        std::uint64_t& word = occupied_[small ? 1 : 0][c / 64];
+        const std::uint64_t bit = std::uint64_t{1} << (c % 64);
+        word = occupied ? word | bit : word & ~bit;
+    }
     constexpr void list_free(std::size_t b) {
-        std::vector<std::size_t>& list = pool(blocks_[b].small);
-        list.insert(list.begin() + static_cast<std::ptrdiff_t>(position_of(b)), b);
+        class_list& list = list_of(b);
+        list.insert(list.begin() + static_cast<std::ptrdiff_t>(position_of(list, b)), b);
+        if (list.size() == 1) mark_class(blocks_[b].small, size_class(blocks_[b].size), true);
     }
     constexpr void unlist_free(std::size_t b) {
-        std::vector<std::size_t>& list = pool(blocks_[b].small);
-        const std::size_t i = position_of(b);
+        class_list& list = list_of(b);
+        const std::size_t i = position_of(list, b);
         if (i < list.size() && list[i] == b) list.erase(list.begin() + static_cast<std::ptrdiff_t>(i));
+        if (list.empty()) mark_class(blocks_[b].small, size_class(blocks_[b].size), false);
+    }
+    // The first occupied class of the pool at or above `c`; size_classes if none.
+    constexpr std::size_t occupied_from(bool small, std::size_t c) const {
+        const std::array<std::uint64_t, class_words>& words = occupied_[small ? 1 : 0];
+        for (std::size_t w = c / 64; w < class_words; ++w) {
+            const std::uint64_t word = w == c / 64 ? words[w] & (~std::uint64_t{0} << (c % 64)) : words[w];
+            if (word != 0) return 64 * w + static_cast<std::size_t>(std::countr_zero(word));
+        }
+        return size_classes;
     }
 
     // The smallest free block of the pool that fits, the lowest segment and
-    // offset among equals.
+    // offset among equals: the first at least `size` in its own class, or
+    // else the first of the next occupied class.
     constexpr std::size_t best_fit(std::uint64_t size, bool small) {
-        std::vector<std::size_t>& list = pool(small);
-        const std::size_t i = lower_bound(small, size);
-        if (i == list.size()) return none;
-        const std::size_t b = list[i];
-        list.erase(list.begin() + static_cast<std::ptrdiff_t>(i));
+        const std::size_t c = size_class(size);
+        class_list* list = &free_[small ? 1 : 0][c];
+        std::size_t lo = 0;
+        std::size_t hi = list->size();
+        while (lo < hi) {
+            const std::size_t mid = lo + (hi - lo) / 2;
+            if (blocks_[(*list)[mid]].size < size) lo = mid + 1;
+            else hi = mid;
+        }
+        if (lo == list->size()) {
+            const std::size_t next = occupied_from(small, c + 1);
+            if (next == size_classes) return none;
+            list = &free_[small ? 1 : 0][next];
+            lo = 0;
+        }
+        const std::size_t b = (*list)[lo];
+        list->erase(list->begin() + static_cast<std::ptrdiff_t>(lo));
+        if (list->empty()) mark_class(small, size_class(blocks_[b].size), false);
         return b;
     }
 
@@ -318,20 +352,23 @@ private:
 
     // release_cached_blocks(): segments whose one block is free go back to CUDA.
     constexpr void release_free_segments() {
-        for (std::vector<std::size_t>& list : free_) {
-            std::size_t kept = 0;
-            for (std::size_t i = 0; i < list.size(); ++i) {
-                const std::size_t b = list[i];
-                if (blocks_[b].prev == none && blocks_[b].next == none) {
-                    reserved_ -= blocks_[b].size;
-                    blocks_[b].dead = true;
-                    spare_.push_back(b);
-                } else {
-                    list[kept++] = b;
+        for (std::size_t pool = 0; pool < 2; ++pool)
+            for (std::size_t c = 0; c < size_classes; ++c) {
+                class_list& list = free_[pool][c];
+                std::size_t kept = 0;
+                for (std::size_t i = 0; i < list.size(); ++i) {
+                    const std::size_t b = list[i];
+                    if (blocks_[b].prev == none && blocks_[b].next == none) {
+                        reserved_ -= blocks_[b].size;
+                        blocks_[b].dead = true;
+                        spare_.push_back(b);
+                    } else {
+                        list[kept++] = b;
+                    }
                 }
+                list.resize(kept);
+                if (kept == 0) mark_class(pool == 1, c, false);
             }
-            list.resize(kept);
-        }
     }
 
     std::uint64_t cap_ = 0;
@@ -342,7 +379,8 @@ private:
     std::uint64_t segments_ = 0;
     bool out_of_memory_ = false;
     std::vector<block> blocks_;
-    std::array<std::vector<std::size_t>, 2> free_;  // the large pool's free blocks, the small pool's
+    std::array<std::array<class_list, size_classes>, 2> free_;  // the large pool's free blocks, the small pool's, by size class
+    std::array<std::array<std::uint64_t, class_words>, 2> occupied_{};  // bit c: class c holds a block
     std::vector<std::size_t> spare_;
     std::array<std::uint64_t, block_use_count> used_{};  // allocated bytes by block_use
     memory_timeline* timeline_ = nullptr;

@@ -4,6 +4,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
 using namespace anatomy;
 
 TEST_CASE("requests are rounded to 512 B and served from 2 MiB small segments", "[allocator]") {
@@ -97,4 +102,148 @@ TEST_CASE("a free returns the block its tensor got, not another of the same size
     CHECK(a.allocated() == 40 * MiB);
     CHECK_THROWS_WITH(a.release(gradient), Catch::Contains("freed twice"));
     CHECK(a.consistent());
+}
+
+namespace {
+
+// The allocator's rules written the plain way, as a reference: every block of
+// every segment in one list, best fit by a scan over all of them.
+class reference_allocator {
+public:
+    explicit reference_allocator(std::uint64_t cap) : cap_(cap) {}
+
+    // The reference's own id for the tensor, or -1 (an empty request, an OOM).
+    int allocate(std::uint64_t request) {
+        if (request == 0 || oom_) return -1;
+        const std::uint64_t size = (request + 511) / 512 * 512;
+        const bool small = size <= caching_allocator::small_size;
+        int chosen = -1;
+        for (std::size_t i = 0; i < blocks_.size(); ++i) {
+            const piece& p = blocks_[i];
+            if (!p.free || p.small != small || p.size < size) continue;
+            if (chosen < 0 || earlier(p, blocks_[static_cast<std::size_t>(chosen)])) chosen = static_cast<int>(i);
+        }
+        if (chosen < 0) {
+            const std::uint64_t segment = small ? caching_allocator::small_buffer
+                                          : size < caching_allocator::min_large_alloc
+                                              ? caching_allocator::large_buffer
+                                              : (size + caching_allocator::round_large - 1) / caching_allocator::round_large *
+                                                    caching_allocator::round_large;
+            if (cap_ != 0 && reserved() + segment > cap_) {
+                // Segments that are one free block go back to the driver.
+                std::erase_if(blocks_, [&](const piece& p) { return p.free && p.offset == 0 && p.size == segments_size(p.segment); });
+                if (reserved() + segment > cap_) {
+                    oom_ = true;
+                    return -1;
+                }
+            }
+            segment_sizes_.push_back(segment);
+            blocks_.push_back({.segment = segment_sizes_.size() - 1, .offset = 0, .size = segment, .small = small});
+            chosen = static_cast<int>(blocks_.size() - 1);
+        }
+        piece& p = blocks_[static_cast<std::size_t>(chosen)];
+        const std::uint64_t rest = p.size - size;
+        if (small ? rest >= 512 : rest > caching_allocator::small_size) {
+            blocks_.push_back({.segment = p.segment, .offset = p.offset + size, .size = rest, .small = small});
+            blocks_[static_cast<std::size_t>(chosen)].size = size;
+        }
+        blocks_[static_cast<std::size_t>(chosen)].free = false;
+        blocks_[static_cast<std::size_t>(chosen)].id = next_id_;
+        return next_id_++;
+    }
+
+    void release(int id) {
+        const auto it = std::find_if(blocks_.begin(), blocks_.end(), [&](const piece& p) { return !p.free && p.id == id; });
+        REQUIRE(it != blocks_.end());
+        it->free = true;
+        // Merge every run of free neighbours of one segment.
+        std::sort(blocks_.begin(), blocks_.end(),
+                  [](const piece& a, const piece& b) { return a.segment != b.segment ? a.segment < b.segment : a.offset < b.offset; });
+        std::vector<piece> merged;
+        for (const piece& p : blocks_) {
+            if (!merged.empty() && merged.back().free && p.free && merged.back().segment == p.segment) merged.back().size += p.size;
+            else merged.push_back(p);
+        }
+        blocks_ = merged;
+    }
+
+    std::uint64_t allocated() const {
+        std::uint64_t sum = 0;
+        for (const piece& p : blocks_) sum += p.free ? 0 : p.size;
+        return sum;
+    }
+    std::uint64_t reserved() const {
+        std::uint64_t sum = 0;
+        for (const piece& p : blocks_) sum += p.size;
+        return sum;
+    }
+    bool out_of_memory() const { return oom_; }
+
+private:
+    struct piece {
+        std::size_t segment = 0;
+        std::uint64_t offset = 0;
+        std::uint64_t size = 0;
+        bool small = false;
+        bool free = true;
+        int id = -1;
+    };
+    static bool earlier(const piece& a, const piece& b) {
+        if (a.size != b.size) return a.size < b.size;
+        return a.segment != b.segment ? a.segment < b.segment : a.offset < b.offset;
+    }
+    std::uint64_t segments_size(std::size_t segment) const { return segment_sizes_[segment]; }
+
+    std::uint64_t cap_;
+    std::vector<piece> blocks_;
+    std::vector<std::uint64_t> segment_sizes_;
+    int next_id_ = 0;
+    bool oom_ = false;
+};
+
+}  // namespace
+
+// The model keeps free blocks by size class; the reference scans them all.
+// Random requests from 1 B to 300 MiB (small, large, both sides of each
+// class boundary) and random frees, with and without a cap: after every
+// event both agree on the allocated and reserved bytes and on an OOM.
+TEST_CASE("the allocator model agrees with a plain best-fit reference on random events", "[allocator]") {
+    std::uint64_t seed = 0x9E3779B97F4A7C15ULL;
+    const auto next = [&seed] {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        return seed;
+    };
+    std::size_t events = 0;
+    for (const std::uint64_t cap : {std::uint64_t{0}, std::uint64_t{2} * 1024 * 1024 * 1024}) {
+        for (int run = 0; run < 20; ++run) {
+            caching_allocator model(bytes{cap});
+            reference_allocator reference(cap);
+            std::vector<std::pair<block_id, int>> live;
+            for (int step = 0; step < 400 && !reference.out_of_memory(); ++step) {
+                INFO("cap " << cap << ", run " << run << ", step " << step);
+                if (!live.empty() && next() % 5 < 2) {
+                    const std::size_t i = next() % live.size();
+                    model.release(live[i].first);
+                    reference.release(live[i].second);
+                    live.erase(live.begin() + static_cast<std::ptrdiff_t>(i));
+                } else {
+                    // Log-uniform sizes, so that every class boundary is crossed.
+                    const std::uint64_t request = std::uint64_t{1} << (next() % 29);
+                    const std::uint64_t size = request + next() % request;
+                    const block_id got = model.allocate(bytes{size}, tensor_owner::step);
+                    const int expected = reference.allocate(size);
+                    REQUIRE((got == no_block) == (expected < 0));
+                    if (got != no_block) live.emplace_back(got, expected);
+                }
+                REQUIRE(model.allocated().count == reference.allocated());
+                REQUIRE(model.reserved().count == reference.reserved());
+                REQUIRE(model.out_of_memory() == reference.out_of_memory());
+                ++events;
+            }
+            CHECK(model.consistent());
+        }
+    }
+    CHECK(events > 10000);
 }
