@@ -833,6 +833,11 @@ namespace detail {
 // shape: the lowered graph and the model state. Probing many shapes (a
 // max_batch solve, a sweep) prepares once.
 struct prepared_step {
+    // Member by member: as an aggregate, `prepared_step{lower(m), {}, {}}`
+    // was zero-filled whole by g++ before the graph was built, 213 KB of
+    // memset, more than half of a plain estimate's instructions.
+    constexpr explicit prepared_step(const model_spec& model) : graph(lower(model)), counts{}, state{} {}
+
     op_graph graph;
     memory_estimate counts;  // the parameter counts and the model state
     state_count state;
@@ -845,7 +850,7 @@ constexpr prepared_step prepare_step(const model_spec& model, const recipe& r, c
                            model.stack != stack_kind::encoder_decoder),
             "anatomy::estimate: torch.compile is modelled for dense decoders and encoders; mixtures of "
             "experts, latent attention and encoder-decoders are not measured compiled: drop compile");
-    prepared_step p{lower(model), {}, {}};
+    prepared_step p(model);
     check_lora_targets(p.graph, r);
     memory_estimate& e = p.counts;
     p.state = count_model_state(p.graph, r, e);
