@@ -16,6 +16,7 @@
 #include <anatomy/families/opt.hpp>
 #include <anatomy/families/t5.hpp>
 #include <anatomy/families/vit.hpp>
+#include <anatomy/error.hpp>
 #include <anatomy/model.hpp>
 
 #include <array>
@@ -33,8 +34,13 @@ namespace anatomy::presets {
 struct preset {
     model_spec (*build)();
 
-    constexpr operator model_spec() const { return build(); }
-    constexpr model_spec operator()() const { return build(); }
+    constexpr operator model_spec() const { return (*this)(); }
+    constexpr model_spec operator()() const {
+        detail::require(build != nullptr,
+                        "anatomy::presets::preset: this preset has no builder; use a named one such as "
+                        "presets::llama_3_8b, or presets::find(name)");
+        return build();
+    }
 };
 
 // The builders, one per preset.

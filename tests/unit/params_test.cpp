@@ -85,3 +85,9 @@ TEST_CASE("invalid specs are rejected with the field to fix", "[graph][errors]")
     m.head.kind = task::seq_cls;
     CHECK_THROWS_WITH(lower(m), Catch::Contains("image-cls only"));
 }
+
+TEST_CASE("a preset without a builder is an error that names the fix, not a crash", "[params][errors]") {
+    const presets::preset empty{};
+    CHECK_THROWS_WITH(model_spec(empty), Catch::Contains("anatomy::presets::preset") && Catch::Contains("presets::llama_3_8b"));
+    CHECK(presets::preset{presets::make::gpt2}().layers == 12);
+}
