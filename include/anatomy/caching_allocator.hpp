@@ -379,7 +379,8 @@ private:
     std::uint64_t segments_ = 0;
     bool out_of_memory_ = false;
     std::vector<block> blocks_;
-    std::array<std::array<class_list, size_classes>, 2> free_;  // the large pool's free blocks, the small pool's, by size class
+    // The large pool's free blocks, then the small pool's, by size class.
+    std::array<std::array<class_list, size_classes>, 2> free_;
     std::array<std::array<std::uint64_t, class_words>, 2> occupied_{};  // bit c: class c holds a block
     std::vector<std::size_t> spare_;
     std::array<std::uint64_t, block_use_count> used_{};  // allocated bytes by block_use

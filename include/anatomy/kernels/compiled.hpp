@@ -109,7 +109,8 @@ private:
             if (runs_extern(k) || k.alias || k.held || k.forward_scoped || k.out.count == 0) continue;
             for (std::size_t j = 0; j < i; ++j) {
                 const kernel& e = k_[j];
-                if (e.alias || !same_name(e.what, k.what) || e.in[0] != k.in[0] || e.in[1] != k.in[1] || e.in[2] != k.in[2] || e.out != k.out || e.type != k.type ||
+                const bool same_inputs = e.in[0] == k.in[0] && e.in[1] == k.in[1] && e.in[2] == k.in[2];
+                if (e.alias || !same_name(e.what, k.what) || !same_inputs || e.out != k.out || e.type != k.type ||
                     e.saved_extra.count != 0 || k.saved_extra.count != 0)
                     continue;
                 k.alias = true;
