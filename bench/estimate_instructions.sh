@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Instructions of 500 estimates from an estimator (llama-3-8b bf16, 1 x 4096),
-# and of 3 allocator replays, counted by callgrind: figures the machine's load
-# does not move (docs/performance.md).
+# of 3 allocator replays, and of 500 plain estimates, counted by callgrind:
+# figures the machine's load does not move (docs/performance.md).
 #   bench/estimate_instructions.sh [INCLUDE_DIR]   default: the tree's include/
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -12,5 +12,7 @@ g++ -std=c++20 -O3 -DNDEBUG -I"$include" "$root/bench/probe/estimates.cpp" -o "$
 count() { valgrind --tool=callgrind --callgrind-out-file="$work/cg" "$work/estimates" "$@" 2>&1 | sed -n 's/.*Collected : //p'; }
 estimates=$(count)
 with_replays=$(count replays)
+plain=$(count plain)
 echo "500 estimates: $estimates instructions"
 echo "3 replays: $((with_replays - estimates)) instructions"
+echo "500 plain estimates: $plain instructions"
