@@ -9,6 +9,7 @@ zero_grad(set_to_none=True)) and writes one JSON line per allocator event:
 segment_free (free_requested is dropped), then a summary line.
 
   python3 segment_trace.py CONFIG.json --batch 1 --seq 4096 --weights bf16 --gc --out trace.jsonl
+  python3 segment_trace.py CONFIG.json --batch 5 --seq 2048 --amp bf16 --gc --cap-gib 80 --steps 3 --out trace.jsonl
 """
 import argparse, json, torch
 from transformers import AutoConfig, AutoModelForCausalLM
@@ -20,12 +21,16 @@ ap.add_argument("--seq", type=int, required=True)
 ap.add_argument("--weights", choices=["fp32", "bf16"], default="fp32")
 ap.add_argument("--gc", action="store_true")
 ap.add_argument("--steps", type=int, default=2)
+ap.add_argument("--amp", choices=["bf16"], help="torch.autocast(bf16) around the forward")
+ap.add_argument("--cap-gib", type=float, help="set_per_process_memory_fraction to this many GiB")
 ap.add_argument("--out", required=True)
 a = ap.parse_args()
 
 d = json.load(open(a.config))
 cfg = AutoConfig.for_model(d.pop("model_type"), **{k: v for k, v in d.items() if k != "transformers_version"})
 torch.ones(1, device="cuda"); torch.cuda.synchronize()
+if a.cap_gib:
+    torch.cuda.set_per_process_memory_fraction(a.cap_gib * 2**30 / torch.cuda.get_device_properties(0).total_memory)
 torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python", max_entries=4_000_000)
 dtype = torch.bfloat16 if a.weights == "bf16" else torch.float32
 with torch.device("cuda"):
@@ -36,11 +41,14 @@ model.train()
 opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-5)
 for step in range(a.steps):
     ids = torch.randint(100, min(cfg.vocab_size, 30000), (a.batch, a.seq), device="cuda")
-    out = model(input_ids=ids, labels=ids); loss = out.loss
+    with torch.autocast("cuda", dtype=torch.bfloat16, enabled=a.amp == "bf16"):
+        out = model(input_ids=ids, labels=ids)
+    loss = out.loss
     loss.backward(); del out, loss
     opt.step(); opt.zero_grad(set_to_none=True)
     del ids
     torch.cuda.synchronize()
+    print(f"step {step + 1} done: reserved {torch.cuda.memory_reserved()}", flush=True)
 snap = torch.cuda.memory._snapshot()
 torch.cuda.memory._record_memory_history(enabled=None)
 events = [e for e in snap["device_traces"][0] if e["action"] != "free_requested"]
