@@ -1,6 +1,7 @@
 // Every answer a change to the estimator's speed must leave alone, one line
 // each: the estimate (peak, activations, forward phase, parameters) of every
-// preset under 8 recipes at batches 1 and 4, and the allocator replay
+// preset under 8 recipes at batches 1 and 4 (a recipe a preset cannot run
+// prints its error), and the allocator replay
 // (peak allocated, peak reserved, and under a cap 64 MiB below that
 // reserve: OOM and peak reserved) of every preset up to 1.6 B parameters
 // under 7 recipes at batches 1 and 3. bench/same_answers.sh diffs two trees.
@@ -14,17 +15,24 @@
 
 int main() {
     using namespace anatomy;
-    const recipe recipes[] = {recipe{},
-                              recipe{.weights = dtype::bf16},
-                              recipe{.weights = dtype::bf16, .grad_checkpointing = true},
-                              recipe{.weights = dtype::fp16, .master = master_weights::fp32},
-                              recipe{.grad_accum = 2},
-                              recipe{.inference = true},
-                              recipe{.weights = dtype::bf16, .compile = true},
-                              recipe{.lora = {.rank = 8}}};
+    recipe recipes[] = {recipe{},
+                        recipe{.weights = dtype::bf16},
+                        recipe{.weights = dtype::bf16, .grad_checkpointing = true},
+                        recipe{.weights = dtype::fp16, .master = master_weights::fp32},
+                        recipe{.grad_accum = 2},
+                        recipe{.optimizer = optimizer_kind::none, .inference = true},
+                        recipe{.weights = dtype::bf16, .compile = true},
+                        recipe{.lora = {.rank = 8}}};
     for (const auto& p : presets::all) {
         const model_spec m = p.spec;  // a model_spec, or a preset that converts to one
         const std::string name(p.name);
+        // LoRA on the first linear module of a layer, whatever the family calls it.
+        const op_graph graph = lower(m);
+        std::string_view target;
+        for_each_op(graph, [&](const stage& st, const op& o) {
+            if (target.empty() && st.block && o.kind == op_kind::linear) target = o.module.name;
+        });
+        recipes[std::size(recipes) - 1].lora.targets[0] = target;
         for (std::size_t k = 0; k < std::size(recipes); ++k)
             for (const std::uint64_t b : {1, 4}) {
                 const shape s{.batch = b, .seq = m.embedding.patches() ? 0ULL : 512ULL};

@@ -256,5 +256,4 @@ TEST_CASE("the allocator model agrees with a plain best-fit reference on random 
     CHECK(events > 45000);
     CHECK(segment_releases >= 60);
     CHECK(refusals >= 80);
-    
 }

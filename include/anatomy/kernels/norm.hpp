@@ -38,43 +38,36 @@ constexpr tensor_slot expand_rms_norm(kernel_builder& b, const op& o) {
     const rms_style style = b.m.norm.style;
     // variance = x.float().pow(2).mean(-1); rsqrt(variance + eps)
     const tensor_slot x32 = b.cast(x, elements, dtype::fp32);
-    const tensor_slot sq = b.compute("pow", b.tensor(elements, dtype::fp32), dtype::fp32, {x32, no_slot, no_slot}, 1);
+    const bytes x32_size = b.tensor(elements, dtype::fp32);
+    const tensor_slot sq = b.compute("pow", x32_size, dtype::fp32, {x32, no_slot, no_slot}, 1);
     // pow_backward is grad * (2 * x.pow(1)): two more tensors of x's size
     // before the gradient itself (traced: PowBackward0's three allocations).
-    b.at(sq).backward_workspace.add(b.tensor(elements, dtype::fp32));
-    b.at(sq).backward_workspace.add(b.tensor(elements, dtype::fp32));
+    b.at(sq).backward_workspace.add(x32_size);
+    b.at(sq).backward_workspace.add(x32_size);
     const tensor_slot var = b.compute("mean", row_stat, dtype::fp32, {sq, no_slot, no_slot}, 0);
     const tensor_slot inv = b.compute("rsqrt", row_stat, dtype::fp32, {var, no_slot, no_slot}, 0, true);
-    tensor_slot normed = no_slot;
-    tensor_slot normed_product = no_slot;  // x * rsqrt(...), before any cast
+    // x * rsqrt(...): T5 scales x in its own dtype, the others x.float().
+    const tensor_slot product = style == rms_style::t5
+                                    ? b.binary("mul", x, inv, elements, 0b11)
+                                    : b.compute("mul", x32_size, dtype::fp32, {x32, inv, no_slot}, 0b11);
+    // The gradient of the broadcast rsqrt is (grad * x) summed over the
+    // features: the product is a tensor of the output's size, freed by the sum.
+    if (b.grad_of(inv)) b.at(product).backward_workspace.add(b.at(product).out);
+    tensor_slot normed = product;
     dtype weight_mul_type = promote(b.param_type(), in_type);
     switch (style) {
-        case rms_style::t5: {
-            // T5 scales x in its own dtype, then casts to a half weight dtype.
-            normed = b.binary("mul", x, inv, elements, 0b11);
-            normed_product = normed;
-            if (is_half(b.param_type())) normed = b.cast(normed, elements, b.param_type());
+        case rms_style::t5:  // then casts to a half weight dtype
+            if (is_half(b.param_type())) normed = b.cast(product, elements, b.param_type());
             weight_mul_type = promote(b.param_type(), b.type_of(normed));
             break;
-        }
         case rms_style::cast_then_scale:
-            normed = b.compute("mul", b.tensor(elements, dtype::fp32), dtype::fp32, {x32, inv, no_slot}, 0b11);
-            normed_product = normed;
-            normed = b.cast(normed, elements, in_type);
+            normed = b.cast(product, elements, in_type);
             weight_mul_type = promote(b.param_type(), in_type);
             break;
         case rms_style::scale_then_cast:  // OLMo 2: (weight * x.float()).to(dtype)
         case rms_style::unit_offset:      // Gemma: x.float() * (1 + weight.float()), then type_as(x)
-            normed = b.compute("mul", b.tensor(elements, dtype::fp32), dtype::fp32, {x32, inv, no_slot}, 0b11);
-            normed_product = normed;
             weight_mul_type = dtype::fp32;
             break;
-    }
-    // The gradient of the broadcast rsqrt is (grad * x) summed over the
-    // features: the product is a tensor of the output's size, freed by the sum.
-    if (b.grad_of(inv)) {
-        kernel& scale = b.at(normed_product);
-        scale.backward_workspace.add(scale.out);
     }
     // A norm without a weight (Llama 4's L2 q/k norm) ends here, in its input's dtype.
     if (o.weight.empty()) return b.cast(normed, elements, in_type);
