@@ -10,6 +10,9 @@ segment_free (free_requested is dropped), then a summary line.
 
   python3 segment_trace.py CONFIG.json --batch 1 --seq 4096 --weights bf16 --gc --out trace.jsonl
   python3 segment_trace.py CONFIG.json --batch 5 --seq 2048 --amp bf16 --gc --cap-gib 80 --steps 3 --out trace.jsonl
+
+Under a cap a step that runs out of memory ends the run; the summary's
+oom_step names it (null: every step ran).
 """
 import argparse, json, torch
 from transformers import AutoConfig, AutoModelForCausalLM
@@ -39,22 +42,29 @@ if a.gc:
     model.gradient_checkpointing_enable()
 model.train()
 opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-5)
+oom_step = None  # under a cap: the step that ran out of memory; the history up to it is still written
 for step in range(a.steps):
-    ids = torch.randint(100, min(cfg.vocab_size, 30000), (a.batch, a.seq), device="cuda")
-    with torch.autocast("cuda", dtype=torch.bfloat16, enabled=a.amp == "bf16"):
-        out = model(input_ids=ids, labels=ids)
-    loss = out.loss
-    loss.backward(); del out, loss
-    opt.step(); opt.zero_grad(set_to_none=True)
-    del ids
-    torch.cuda.synchronize()
+    try:
+        ids = torch.randint(100, min(cfg.vocab_size, 30000), (a.batch, a.seq), device="cuda")
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=a.amp == "bf16"):
+            out = model(input_ids=ids, labels=ids)
+        loss = out.loss
+        loss.backward(); del out, loss
+        opt.step(); opt.zero_grad(set_to_none=True)
+        del ids
+        torch.cuda.synchronize()
+    except torch.OutOfMemoryError:
+        oom_step = step + 1
+        print(f"step {step + 1}: out of memory, reserved {torch.cuda.memory_reserved()}", flush=True)
+        break
     print(f"step {step + 1} done: reserved {torch.cuda.memory_reserved()}", flush=True)
 snap = torch.cuda.memory._snapshot()
 torch.cuda.memory._record_memory_history(enabled=None)
-events = [e for e in snap["device_traces"][0] if e["action"] != "free_requested"]
+# An OOM entry has no address; the summary says where the run stopped.
+events = [e for e in snap["device_traces"][0] if e["action"] != "free_requested" and "addr" in e]
 with open(a.out, "w") as f:
     for e in events:
         f.write(json.dumps([e["action"], e["addr"], e["size"]]) + "\n")
     f.write(json.dumps({"max_reserved": torch.cuda.max_memory_reserved(), "max_allocated": torch.cuda.max_memory_allocated(),
-                        "events": len(events)}) + "\n")
+                        "events": len(events), "steps": a.steps, "oom_step": oom_step}) + "\n")
 print(a.out, len(events), torch.cuda.max_memory_reserved(), torch.cuda.max_memory_allocated())

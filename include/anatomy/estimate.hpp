@@ -735,7 +735,7 @@ private:
                 // then drop the recomputed output and the checkpoint's input.
                 if (allocator_) walk_blocks::drop_from(recorded_, ex.kernels.size());
                 walk.observe(allocator_);
-                const live_bytes recompute = walk.forward(true, true);
+                const live_bytes recompute = walk.forward(true, true, true);
                 const block_id recomputed = walk.output_block();
                 live_bytes back = walk.backward(grads_exist, encoder_grad, output_grad, reduction(r_, st));
                 walk.end_graph(back);  // the recomputed graph dies with the checkpoint's backward
@@ -743,7 +743,8 @@ private:
                 const bool recompute_peaks = recompute.peak > recompute.now + back.peak;
                 one.peak = recompute_peaks ? recompute.peak : recompute.now + back.peak;
                 one.grads_at_peak = recompute_peaks ? 0 : back.grads_at_peak;
-                one.now = recompute.now + back.now - live_bytes::signed_size(out.output.size) -
+                one.now = recompute.now + back.now -
+                          (walk.output_made() ? live_bytes::signed_size(out.output.size) : 0) -
                           live_bytes::signed_size(run.input.size);
                 if (allocator_) {
                     allocator_->release(recomputed);

@@ -20,6 +20,7 @@
 #include <anatomy/kernels/linear.hpp>
 #include <anatomy/kernels/norm.hpp>
 #include <anatomy/kernels/pointwise.hpp>
+#include <anatomy/kernels/python_references.hpp>
 #include <anatomy/kernels/rotary.hpp>
 
 namespace anatomy {
@@ -69,7 +70,9 @@ constexpr expansion expand(const stage& st, const model_spec& m, const recipe& r
     for (std::size_t i = 0; i < st.ops.size(); ++i) {
         b.begin_op(i);
         result.op_output[i] = detail::expand_op(b, st.ops[i]);
+        b.end_op();
     }
+    detail::hold_python_names(result, st);
     if (r.compile) detail::stage_compiler(result.kernels, result.op_output[st.ops.size() - 1], input.size).run();
     return result;
 }

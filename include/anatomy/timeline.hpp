@@ -145,6 +145,9 @@ public:
             root_[i] = root(static_cast<tensor_slot>(i));
             for (tensor_slot s : kernels_[i].in)
                 if (s != no_slot) ++readers_[index_of(root_of(s))];
+            // A Python name is one more reader, until kernel i has run.
+            for (std::uint8_t j = 0; j < kernels_[i].reference_count; ++j)
+                ++readers_[index_of(root_of(kernels_[i].references[j]))];
         }
     }
 
@@ -152,10 +155,27 @@ public:
     // checkpointed block). `keep_input`: the stage input is kept regardless
     // (a checkpoint saves its inputs). The stage input stays alive until the
     // stage returns: the caller's Python frame holds it.
-    constexpr live_bytes forward(bool saving, bool keep_input) {
+    //
+    // `recomputing`: a checkpoint's recompute in backward, which stops once
+    // the last tensor the forward saved is saved again (torch.utils.checkpoint,
+    // non-reentrant, stops early by default; traced: a llama-3-8b layer's
+    // recompute never runs down_proj or the residual add). An op saves its
+    // inputs before it runs and its outputs after, so the last saving kernel
+    // runs only if it saves what it makes; the frames then unwind, and every
+    // tensor not saved dies.
+    constexpr live_bytes forward(bool saving, bool keep_input, bool recomputing = false) {
         live_bytes live{};
         live.allocator = allocator_;
         saving_ = saving;
+        std::size_t end = kernels_.size();
+        bool last_runs = true;
+        if (recomputing && saving)
+            for (std::size_t i = kernels_.size(); i-- > 0;)
+                if (saves_something(kernels_[i])) {
+                    end = i + 1;
+                    last_runs = kernels_[i].saves_output || kernels_[i].saved_extra.count > 0;
+                    break;
+                }
         const std::size_t input = index_of(input_slot);
         ++saved_[input];
         if (keep_input) ++saved_[input];
@@ -164,8 +184,9 @@ public:
         if (saving)
             for (const kernel& k : kernels_)
                 for (std::uint8_t j = 0; j < k.recompute_count; ++j) ++saved_[index_of(root_of(k.recomputes_from[j]))];
-        for (std::size_t i = 0; i < kernels_.size(); ++i) {
+        for (std::size_t i = 0; i < end; ++i) {
             const kernel& k = kernels_[i];
+            const bool made = i + 1 < end || last_runs;
             if (k.forward_scoped) {
                 // Built once by the model's forward and dropped when it returns.
                 (void)live.add(k.out, tensor_owner::cache);
@@ -173,10 +194,11 @@ public:
                 freed_[i] = true;
                 continue;
             }
-            if (!k.alias) blocks_.tensor[i] = live.add(k.out);
-            live.touch(k.workspace);
-            if (saving) blocks_.extra[i] = live.add(k.saved_extra);
-            else live.touch(k.saved_extra);
+            if (!made) freed_[i] = true;  // stopped while saving its inputs: never made
+            else if (!k.alias) blocks_.tensor[i] = live.add(k.out);
+            if (made) live.touch(k.workspace);
+            if (made && saving) blocks_.extra[i] = live.add(k.saved_extra);
+            else if (made) live.touch(k.saved_extra);
             if (saving && k.saves_weight_copy) {
                 blocks_.weight[i] = live.add(k.weight_copy);
             } else if (k.caches_weight_copy) {
@@ -192,9 +214,24 @@ public:
                 if (saving && (k.saves_inputs >> j & 1u)) ++saved_[r];
             }
             if (saving && k.saves_output) ++saved_[index_of(root_of(static_cast<tensor_slot>(i)))];
+            for (std::uint8_t j = 0; j < k.reference_count; ++j) --readers_[index_of(root_of(k.references[j]))];
             for (tensor_slot s : k.in)
                 if (s != no_slot) release_if_dead(root_of(s), live);
+            for (std::uint8_t j = 0; j < k.reference_count; ++j) release_if_dead(root_of(k.references[j]), live);
             release_if_dead(root_of(static_cast<tensor_slot>(i)), live);
+        }
+        if (end < kernels_.size() || !last_runs) {
+            // The recompute stopped: the kernels after it never read their
+            // inputs, and every name dies with the unwound frames.
+            for (std::size_t i = end; i < kernels_.size(); ++i) {
+                freed_[i] = true;
+                for (tensor_slot s : kernels_[i].in)
+                    if (s != no_slot) --readers_[index_of(root_of(s))];
+                for (std::uint8_t j = 0; j < kernels_[i].reference_count; ++j)
+                    --readers_[index_of(root_of(kernels_[i].references[j]))];
+            }
+            for (std::size_t i = 0; i < end; ++i) release_if_dead(root_of(static_cast<tensor_slot>(i)), live);
+            output_made_ = !freed_[index_of(root_of(output_))] || kernels_[index_of(root_of(output_))].alias;
         }
         --saved_[input];
         release_if_dead(input_slot, live);
@@ -207,6 +244,8 @@ public:
     // cached weight copies and the masks the model builds once.
     constexpr bytes forward_scoped() const { return forward_scoped_; }
     constexpr bool input_freed() const { return input_freed_; }
+    // A recompute that stopped early did not make the stage output.
+    constexpr bool output_made() const { return output_made_; }
     // forward(_, true) kept the input only because it was asked to.
     constexpr bool input_pinned_only() const { return input_pinned_only_; }
 
@@ -336,6 +375,13 @@ private:
         return kernels_[static_cast<std::size_t>(s)].out;
     }
 
+    // What the checkpoint's pack hook sees: bitsandbytes' ctx.tensors
+    // (saved_with_graph) are not saved tensors.
+    static constexpr bool saves_something(const kernel& k) {
+        return (k.saves_inputs != 0 && !k.saved_with_graph) || k.saves_output || k.saved_extra.count > 0 ||
+               k.saves_weight_copy || k.recompute_count > 0;
+    }
+
     constexpr bool kept(tensor_slot s) const {
         if (s == encoder_slot || s == root_of(output_)) return true;
         if (s == input_slot) return input_held_;
@@ -385,6 +431,7 @@ private:
     std::uint16_t readers_[slot_count]{};
     std::uint16_t saved_[slot_count]{};
     bool freed_[slot_count]{};
+    bool output_made_ = true;
     bool grad_[slot_count]{};
     block_id grad_block_[slot_count];  // set for the stage's slots
     walk_blocks blocks_;

@@ -190,7 +190,7 @@ private:
     };
     static bool earlier(const piece& a, const piece& b) {
         if (a.size != b.size) return a.size < b.size;
-        return a.segment != b.segment ? a.segment < b.segment : a.offset < b.offset;
+        return a.segment != b.segment ? a.segment > b.segment : a.offset < b.offset;  // newer segments lie lower
     }
 
     std::uint64_t cap_;

@@ -9,6 +9,7 @@
 #include <anatomy/detail/checked.hpp>
 #include <anatomy/device.hpp>
 #include <anatomy/kernels/kernel.hpp>
+#include <anatomy/kernels/python_references.hpp>
 #include <anatomy/model.hpp>
 #include <anatomy/op.hpp>
 #include <anatomy/recipe.hpp>
@@ -36,7 +37,24 @@ public:
     const shape& s;
     const device_profile& d;
 
-    constexpr void begin_op(std::size_t index) { op_ = static_cast<std::uint8_t>(index); }
+    constexpr void begin_op(std::size_t index) {
+        op_ = static_cast<std::uint8_t>(index);
+        local_count_ = 0;
+    }
+    // A local of the op's module: alive until the module returns.
+    constexpr void keep_until_op_returns(tensor_slot local) {
+        if (local_count_ == max_references)
+            throw error("anatomy::expand: internal error, an op keeps more locals than it can hold");
+        locals_[local_count_++] = local;
+    }
+    // The op's module returns after its last kernel: its locals die there.
+    constexpr void end_op() {
+        if (local_count_ == 0) return;
+        if (result_.kernels.size() == 0 || result_.kernels[result_.kernels.size() - 1].op != op_)
+            throw error("anatomy::expand: internal error, an op with locals made no kernel");
+        for (std::size_t i = 0; i < local_count_; ++i)
+            reference_until(result_.kernels[result_.kernels.size() - 1], locals_[i]);
+    }
 
     // ---- sizes: every product is checked ----------------------------------
     constexpr std::uint64_t rows(rows_of which) const {
@@ -199,6 +217,8 @@ private:
     stage_input_info encoder_;
     expansion& result_;
     std::uint8_t op_ = 0;
+    tensor_slot locals_[max_references]{};
+    std::size_t local_count_ = 0;
 };
 
 }  // namespace anatomy::detail

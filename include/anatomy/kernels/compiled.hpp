@@ -79,6 +79,7 @@ public:
             // No autocast cast cache in a graph: a weight cast is freed after
             // its matmul unless backward keeps it.
             k.caches_weight_copy = false;
+            k.reference_count = 0;  // nor Python names: a buffer dies after its last reader
             if (runs_extern(k)) continue;
             // A fused kernel's backward is fused too: no scratch of its own.
             k.backward_workspace = {};

@@ -38,6 +38,7 @@ struct backward_scratch {
 };
 
 inline constexpr std::size_t max_recompute_sources = 4;
+inline constexpr std::size_t max_references = 6;
 
 // No default member initializers (see static_vector): build with braces,
 // which zero what is left out, and always give `in`.
@@ -59,6 +60,11 @@ struct kernel {
     bytes param_grads;         // parameter gradients its backward creates; they persist
     backward_scratch backward_workspace;  // freed before its backward returns
     bool held;                 // lives until the step ends: model outputs, the KV cache
+    // Tensors a Python name keeps alive until this kernel has run (its op's
+    // module returns): the module's locals, and the argument its caller
+    // holds (kernels/python_references.hpp).
+    std::uint8_t reference_count;
+    tensor_slot references[max_references];
     bool returned;             // in the model's output (logits, the KV cache), kept or not by the loop
     bool forward_scoped;       // lives until the forward returns: masks the model builds once
     bool alias;                // a view of in[0]: no memory of its own

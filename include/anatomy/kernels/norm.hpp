@@ -53,6 +53,11 @@ constexpr tensor_slot expand_rms_norm(kernel_builder& b, const op& o) {
     // The gradient of the broadcast rsqrt is (grad * x) summed over the
     // features: the product is a tensor of the output's size, freed by the sum.
     if (b.grad_of(inv)) b.at(product).backward_workspace.add(b.at(product).out);
+    // transformers' RMSNorms keep `variance` in a local until they return,
+    // and Llama's code (Qwen's, Mistral's, OLMo 2's) its fp32 product too,
+    // freed after the cast and the weight's multiply (the norm trace above).
+    b.keep_until_op_returns(var);
+    if (style == rms_style::cast_then_scale || style == rms_style::scale_then_cast) b.keep_until_op_returns(product);
     tensor_slot normed = product;
     dtype weight_mul_type = promote(b.param_type(), in_type);
     switch (style) {
