@@ -231,10 +231,10 @@ private:
 
     // Free blocks are kept per pool in the allocator's own (stream, size,
     // address) order. Addresses are cudaMalloc's, and the driver hands out
-    // address space from the top down: in four H200 traces a segment lay
-    // below every older live one in 99.6-100 % of the pairs
-    // (tests/calibration/segment_trace_test.cpp). So the order is (size,
-    // newest segment first, offset). Each pool is split by size
+    // address space from the top down: in six H200 traces a new segment lay
+    // below an older live one in 99.6-100 % of the pairs
+    // (tests/calibration/segment_trace_check.cpp prints it). So the order is
+    // (size, newest segment first, offset). Each pool is split by size
     // class, a quarter of an octave wide, and each class is a sorted list:
     // an insert or erase then moves a few entries, not hundreds (a
     // llama-3-8b step caches about 450 blocks in the large pool), and the

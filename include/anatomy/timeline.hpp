@@ -231,7 +231,7 @@ public:
                     --readers_[index_of(root_of(kernels_[i].references[j]))];
             }
             for (std::size_t i = 0; i < end; ++i) release_if_dead(root_of(static_cast<tensor_slot>(i)), live);
-            output_made_ = !freed_[index_of(root_of(output_))] || kernels_[index_of(root_of(output_))].alias;
+            output_made_ = !freed_[index_of(root_of(output_))];
         }
         --saved_[input];
         release_if_dead(input_slot, live);

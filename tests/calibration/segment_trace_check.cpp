@@ -9,16 +9,19 @@
 // peak and the last value. The peaks of reserved and allocated bytes must
 // equal the GPU's max_memory_reserved and max_memory_allocated. The events
 // are the GPU's own, so this checks the allocator model alone, not the
-// walk that makes its events. Exit 0 when all hold, 1 when one does not,
-// 2 on input it cannot read.
+// walk that makes its events. It also prints how often a new segment lay
+// below an older live one, the address order the model assumes. Exit 0 when
+// all hold, 1 when one does not, 2 on input it cannot read.
 #include <anatomy/caching_allocator.hpp>
 
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <iostream>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -49,6 +52,8 @@ int main(int argc, char** argv) {
     model.release(model.allocate(bytes{1}, tensor_owner::step));
     std::uint64_t gpu_reserved = caching_allocator::small_buffer;
     std::map<std::uint64_t, block_id> live;  // GPU address -> the model's block
+    std::set<std::uint64_t> segments;         // the GPU's live segments, by address
+    std::uint64_t pairs = 0, below = 0;       // (new segment, older live one): the new one lower
     nlohmann::json summary;
     std::uint64_t events = 0;
     bool diverged = false;
@@ -67,10 +72,14 @@ int main(int argc, char** argv) {
         const auto size = e[2].get<std::uint64_t>();
         if (action == "segment_alloc") {
             gpu_reserved += size;
+            pairs += segments.size();
+            below += static_cast<std::uint64_t>(std::distance(segments.upper_bound(address), segments.end()));
+            segments.insert(address);
             continue;
         }
         if (action == "segment_free") {
             gpu_reserved -= size;
+            segments.erase(address);
             continue;
         }
         if (action == "alloc") {
@@ -105,6 +114,10 @@ int main(int argc, char** argv) {
                 "peak allocated: model %.6f GB, GPU %.6f GB\n",
                 static_cast<unsigned long long>(events), gb(model.reserved().count), gb(gpu_reserved),
                 gb(model.peak_reserved().count), gb(max_reserved), gb(model.peak_allocated().count), gb(max_allocated));
+    if (pairs > 0)
+        std::printf("a new segment lay below an older live one in %llu of %llu pairs (%.1f %%)\n",
+                    static_cast<unsigned long long>(below), static_cast<unsigned long long>(pairs),
+                    100.0 * static_cast<double>(below) / static_cast<double>(pairs));
     const bool ends = model.reserved().count == gpu_reserved && model.peak_reserved().count == max_reserved &&
                       model.peak_allocated().count == max_allocated;
     return diverged || !ends ? 1 : 0;

@@ -69,8 +69,10 @@ constexpr void hold_python_names(expansion& ex, const stage& st) {
     }
     for (std::size_t first = 0; first < st.ops.size();) {
         const std::size_t end = run_end(st, first, [](const op& a, const op& b) { return a.kind == b.kind; });
-        if (st.ops[first].kind == op_kind::rotary)
-            for (std::size_t j = first; j < end; ++j) name_until(ex, st.ops[j].inputs[0], last_kernel_of(ex.kernels, end - 1));
+        if (st.ops[first].kind == op_kind::rotary) {
+            const std::ptrdiff_t last = last_kernel_of(ex.kernels, end - 1);
+            for (std::size_t j = first; j < end; ++j) name_until(ex, st.ops[j].inputs[0], last);
+        }
         first = end;
     }
 }
