@@ -79,6 +79,29 @@ struct memory_timeline {
     std::vector<phase_mark> phases;
 };
 
+// The calls one walk of a step makes, with tensors named by when they were
+// allocated (the tape's ordinal), not where: the walk decides what to
+// allocate and free from the shape and the recipe alone, never from the
+// allocator's answers, so a later step with the same walk makes the same
+// calls, and caching_allocator::play replays them without walking again.
+enum class allocator_call : std::uint8_t { allocate, release, release_all, mark };
+struct allocator_event {
+    // allocate: the bytes asked for; release: the ordinal of the allocation
+    // it frees; mark: the index of its name in allocator_tape::names.
+    std::uint64_t value = 0;
+    allocator_call call{};
+    tensor_owner owner{};  // allocate, release_all
+    block_use use{};       // allocate
+};
+struct allocator_tape {
+    std::vector<allocator_event> events;  // 16 bytes each: a llama-3-8b step is about 7,000
+    std::vector<const char*> names;
+    std::size_t allocations = 0;
+    // Whether the tape stands alone: false when the walk freed a block it did
+    // not allocate, which a replay could not name.
+    bool self_contained = true;
+};
+
 class caching_allocator {
 public:
     static constexpr std::uint64_t small_size = 1024 * 1024;        // kSmallSize
@@ -94,6 +117,7 @@ public:
     // and when the request cannot be met under the cap (an OOM).
     constexpr block_id allocate(bytes request, tensor_owner owner) { return allocate(request, owner, default_use(owner)); }
     constexpr block_id allocate(bytes request, tensor_owner owner, block_use use) {
+        const std::size_t ordinal = tape_allocation(request, owner, use);
         // After a request failed the replay has its answer; the rest is not simulated.
         if (request.count == 0 || out_of_memory_) return no_block;
         const std::uint64_t size = block_size(request).count;
@@ -123,9 +147,9 @@ public:
             blocks_[b].next = tail;
         }
         blocks_[b].free = false;
-        blocks_[b].requested = size;
         blocks_[b].owner = owner;
         blocks_[b].use = use;
+        blocks_[b].tape_ordinal = ordinal;
         allocated_ += blocks_[b].size;
         used_[static_cast<std::size_t>(use)] += blocks_[b].size;
         if (allocated_ > peak_allocated_) peak_allocated_ = allocated_;
@@ -137,7 +161,36 @@ public:
     constexpr void record_into(memory_timeline* timeline) { timeline_ = timeline; }
     // When recording: the phase `name` begins here.
     constexpr void mark(const char* name) {
+        if (tape_ != nullptr) {
+            tape_->events.push_back({.value = tape_->names.size(), .call = allocator_call::mark});
+            tape_->names.push_back(name);
+        }
         if (timeline_ != nullptr) timeline_->phases.push_back({timeline_->samples.size(), name});
+    }
+
+    // Writes every call from now on into `tape` (nullptr: stops), which
+    // must be empty.
+    constexpr void tape_into(allocator_tape* tape) {
+        tape_ = tape;
+        if (tape_ == nullptr) return;
+        detail::require(tape_->events.empty() && tape_->allocations == 0,
+                        "anatomy::caching_allocator::tape_into: the tape is not empty");
+        for (block& b : blocks_) b.tape_ordinal = untaped;  // blocks from before the tape
+    }
+    // Makes the calls of `tape` again, each tensor freed where this replay put it.
+    constexpr void play(const allocator_tape& tape) {
+        detail::require(tape.self_contained && tape_ == nullptr,
+                        "anatomy::caching_allocator::play: the tape frees blocks it does not name, or is being written");
+        std::vector<block_id> placed(tape.allocations, no_block);
+        std::size_t next = 0;
+        for (const allocator_event& e : tape.events) {
+            switch (e.call) {
+                case allocator_call::allocate: placed[next++] = allocate(bytes{e.value}, e.owner, e.use); break;
+                case allocator_call::release: release(placed[e.value]); break;
+                case allocator_call::release_all: release_all(e.owner); break;
+                case allocator_call::mark: mark(tape.names[e.value]); break;
+            }
+        }
     }
 
     // Frees the tensor that allocate() placed in `id` (no_block: nothing).
@@ -145,6 +198,10 @@ public:
         if (id == no_block) return;
         if (id >= blocks_.size() || blocks_[id].free || blocks_[id].dead)
             throw error("anatomy::caching_allocator::release: the block is not live; a tensor was freed twice");
+        if (tape_ != nullptr) {
+            if (blocks_[id].tape_ordinal == untaped) tape_->self_contained = false;
+            tape_->events.push_back({.value = blocks_[id].tape_ordinal, .call = allocator_call::release});
+        }
         free_block(id);
         sample();
     }
@@ -152,6 +209,7 @@ public:
     // Frees every live block of `owner`. The order does not matter: free
     // neighbours merge into the same blocks whichever is freed first.
     constexpr void release_all(tensor_owner owner) {
+        if (tape_ != nullptr) tape_->events.push_back({.call = allocator_call::release_all, .owner = owner});
         for (std::size_t b = 0; b < blocks_.size(); ++b)
             if (!blocks_[b].dead && !blocks_[b].free && blocks_[b].owner == owner) free_block(b);
         sample();
@@ -169,19 +227,24 @@ public:
             if (b.free) ++free_blocks;
             else used += b.size;
         }
-        std::size_t listed = 0;
-        for (const std::array<class_list, size_classes>& pool : free_)
-            for (const class_list& list : pool) listed += list.size();
-        return total == reserved_ && used == allocated_ && free_blocks == listed;
+        return total == reserved_ && used == allocated_ && free_blocks == cached_blocks();
     }
     constexpr bytes allocated() const { return bytes{allocated_}; }
     constexpr bytes reserved() const { return bytes{reserved_}; }
     constexpr bytes peak_allocated() const { return bytes{peak_allocated_}; }
     constexpr bytes peak_reserved() const { return bytes{peak_reserved_}; }
     constexpr bool out_of_memory() const { return out_of_memory_; }
+    // How many free blocks the pools cache.
+    constexpr std::size_t cached_blocks() const {
+        std::size_t n = 0;
+        for (const std::array<class_list, size_classes>& pool : free_)
+            for (const class_list& list : pool) n += list.size();
+        return n;
+    }
 
 private:
     static constexpr std::size_t none = static_cast<std::size_t>(-1);
+    static constexpr std::size_t untaped = static_cast<std::size_t>(-1);
 
     struct block {
         std::uint64_t size = 0;
@@ -189,12 +252,12 @@ private:
         std::uint64_t offset = 0;
         bool small = false;
         bool free = true;
-        std::uint64_t requested = 0;
         tensor_owner owner = tensor_owner::step;
         block_use use = block_use::activations;
         std::size_t prev = none;
         std::size_t next = none;
         bool dead = false;  // merged away
+        std::size_t tape_ordinal = untaped;  // while taping: which allocation placed it
     };
 
     // Whether a block is split when `rest` of it would be left over.
@@ -322,8 +385,12 @@ private:
         return b;
     }
 
+    // Kept apart from record_sample, so that the test alone is inlined into
+    // every allocation and free.
     constexpr void sample() {
-        if (timeline_ == nullptr) return;
+        if (timeline_ != nullptr) record_sample();
+    }
+    constexpr void record_sample() {
         memory_sample s{};
         for (std::size_t i = 0; i < used_.size(); ++i) s.allocated[i] = bytes{used_[i]};
         s.reserved = bytes{reserved_};
@@ -393,6 +460,14 @@ private:
     std::vector<std::size_t> spare_;
     std::array<std::uint64_t, block_use_count> used_{};  // allocated bytes by block_use
     memory_timeline* timeline_ = nullptr;
+    allocator_tape* tape_ = nullptr;
+
+    // While taping, an allocation's ordinal on the tape; `untaped` otherwise.
+    constexpr std::size_t tape_allocation(bytes request, tensor_owner owner, block_use use) {
+        if (tape_ == nullptr) return untaped;
+        tape_->events.push_back({.value = request.count, .call = allocator_call::allocate, .owner = owner, .use = use});
+        return tape_->allocations++;
+    }
 };
 
 }  // namespace anatomy

@@ -6,6 +6,7 @@
 #include <anatomy/caching_allocator.hpp>
 #include <anatomy/estimate.hpp>
 
+#include <array>
 #include <utility>
 
 namespace anatomy {
@@ -83,11 +84,17 @@ constexpr void optimizer_step(const op_graph& graph, const recipe& r, bool first
     }
 }
 
+// How a replay makes the micro-steps' calls: `taped` walks each kind of
+// micro-step once and plays its tape after that; `walk_every_step` walks
+// them all, the reference the tapes are tested against.
+enum class replay_mode : std::uint8_t { taped, walk_every_step };
+
 // Three steps of training (two forwards of serving), each micro-step in
 // order, on `a`; `timeline`, when given, records them.
 constexpr allocator_replay replay_on(const prepared_step& prepared, const model_spec& model, const recipe& r,
                                      const shape& asked, const device_profile& device, caching_allocator& a,
-                                     memory_timeline* timeline = nullptr) {
+                                     memory_timeline* timeline = nullptr,
+                                     replay_mode mode = replay_mode::taped) {
     validate(asked, model);
     const shape s = resolve(asked, model);
     const op_graph& graph = prepared.graph;
@@ -107,12 +114,25 @@ constexpr allocator_replay replay_on(const prepared_step& prepared, const model_
     const bytes gathered = detail::gathered_during_step(st, r);
     const recipe compute = compute_recipe(r);
     const int steps = r.inference ? 2 : 3;
+    // A micro-step's walk depends only on whether the gradients exist: one tape for each.
+    std::array<allocator_tape, 2> tapes{};
+    std::array<bool, 2> taped{};
     for (int step = 0; step < steps && !a.out_of_memory(); ++step) {
         for (std::uint64_t micro = 0; micro < r.grad_accum; ++micro) {
             // FSDP's all-gathered parameters: freed when the step's tensors are.
             a.mark("forward");
             (void)a.allocate(gathered, tensor_owner::step, block_use::gathered_weights);
-            (void)detail::walk_step(graph, model, compute, s, device, 0, micro > 0 || view, &a);
+            const bool grads_exist = micro > 0 || view;
+            const std::size_t kind = grads_exist ? 1 : 0;
+            if (taped[kind] && tapes[kind].self_contained) {
+                a.play(tapes[kind]);
+                continue;
+            }
+            const bool taping = mode == replay_mode::taped && !taped[kind];
+            if (taping) a.tape_into(&tapes[kind]);
+            (void)detail::walk_step(graph, model, compute, s, device, 0, grads_exist, &a);
+            a.tape_into(nullptr);
+            taped[kind] = taped[kind] || taping;
         }
         if (r.inference) continue;
         a.mark("optimizer");

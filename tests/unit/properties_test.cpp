@@ -1,8 +1,8 @@
-// Properties every estimate keeps, over the presets (those up to 1.6 B
-// parameters, so that the allocator replays stay quick) and eight recipes, two
-// of them torch.compile'd (where it is modelled), two LLM.int8 with LoRA:
+// Properties every estimate keeps over the property cases (property_cases.hpp):
 // the peak never falls as the batch grows, and the allocator replay never
 // reserves less than the analytic peak.
+#include "property_cases.hpp"
+
 #include <anatomy/estimate.hpp>
 #include <anatomy/presets.hpp>
 #include <anatomy/reserved.hpp>
@@ -14,50 +14,21 @@
 
 using namespace anatomy;
 
-namespace {
-
-// The module name of a model's first linear inside its repeated layers.
-std::string_view first_layer_linear(const model_spec& spec) {
-    for (const stage& st : lower(spec).stages)
-        for (const op& o : st.ops)
-            if (st.block && o.kind == op_kind::linear) return o.module.name;
-    return {};
-}
-
-}  // namespace
-
 TEST_CASE("the peak grows with the batch and the replay reserves at least the peak", "[properties]") {
-    std::array recipes = {recipe{.weights = dtype::bf16}, recipe{.weights = dtype::bf16, .grad_checkpointing = true},
-                                recipe{.autocast = autocast_mode::bf16},
-                                recipe{.weights = dtype::bf16, .optimizer = optimizer_kind::none, .inference = true,
-                                       .kv_cache = true},
-                                recipe{.weights = dtype::bf16, .compile = true},
-                                recipe{.autocast = autocast_mode::bf16, .grad_checkpointing = true, .compile = true},
-                                recipe{.lora = {.rank = 8}, .quantize = quantization::int8},
-                                recipe{.grad_checkpointing = true, .lora = {.rank = 8}, .quantize = quantization::int8}};
     std::size_t checked = 0;
-    for (const auto& p : presets::all) {
-        const model_spec spec = p.spec();
-        if (parameter_count(lower(spec)) > 1'600'000'000ULL) continue;
-        const bool compilable = !spec.experts.enabled() && !spec.attention.latent() &&
-                                spec.stack != stack_kind::encoder_decoder;
-        // The last two recipes: LLM.int8 with LoRA on the first linear of a layer.
-        recipes[recipes.size() - 2].lora.targets[0] = first_layer_linear(spec);
-        recipes[recipes.size() - 1].lora.targets[0] = first_layer_linear(spec);
-        for (std::size_t k = 0; k < recipes.size(); ++k) {
-            if (recipes[k].compile && !compilable) continue;
-            INFO(p.name << ", recipe " << k);
-            bytes previous{};
-            for (const std::uint64_t batch : {1, 2, 4}) {
-                const shape s{.batch = batch, .seq = spec.embedding.patches() ? 0ULL : 256ULL};
-                const memory_estimate e = estimate(spec, recipes[k], s);
-                CHECK(e.peak >= previous);  // equal while the optimizer step is the peak
-                CHECK(replay_allocator(spec, recipes[k], s).peak_reserved >= e.peak);
-                previous = e.peak;
-                ++checked;
-            }
+    testing::for_each_property_case(testing::property_recipes(), [&](std::string_view name, const model_spec& spec,
+                                                                      const recipe& r, std::size_t k) {
+        INFO(name << ", recipe " << k);
+        bytes previous{};
+        for (const std::uint64_t batch : {1, 2, 4}) {
+            const shape s{.batch = batch, .seq = spec.embedding.patches() ? 0ULL : 256ULL};
+            const memory_estimate e = estimate(spec, r, s);
+            CHECK(e.peak >= previous);  // equal while the optimizer step is the peak
+            CHECK(replay_allocator(spec, r, s).peak_reserved >= e.peak);
+            previous = e.peak;
+            ++checked;
         }
-    }
+    });
     CHECK(checked >= 700);
 }
 
