@@ -3,6 +3,8 @@
 //   (none)    500 estimates from one estimator
 //   replays   the same, then 3 allocator replays
 //   plain     500 plain estimate() calls, each lowering the model again
+//   checkpointed  an estimator with gradient checkpointing, then 3
+//             replays at 4 x 4096 (less `checkpointed-none`: the replays)
 // A profile of the replays alone is callgrind on `replays` less the first.
 #include <anatomy/anatomy.hpp>
 
@@ -16,7 +18,12 @@ int main(int argc, char** argv) {
     const model_spec model = presets::llama_3_8b;
     volatile std::uint64_t seq = 4096;  // not a constant: nothing is folded
     std::uint64_t sink = 0;
-    if (mode == "plain") {
+    if (mode.starts_with("checkpointed")) {
+        const estimator e(model, recipe{.weights = dtype::bf16, .optimizer = optimizer_kind::adamw,
+                                        .grad_checkpointing = true});
+        for (int i = 0; i < 3 * (mode == "checkpointed"); ++i)
+            sink += e.replay({.batch = 4, .seq = seq}).peak_reserved.count;
+    } else if (mode == "plain") {
         for (int i = 0; i < 500; ++i) sink += estimate(model, r, {.batch = 1, .seq = seq}).peak.count;
     } else {
         const estimator e(model, r);
