@@ -58,6 +58,7 @@ template <class... Args>
 // that every message follows one style.
 struct raw_options {
     std::string config, model, task, batch, seq, target_seq, weights, autocast, master, optimizer, attention, loop, quantize,
+        checkpoint_impl,
         grad_accum, lora_rank, lora_targets, lora_dropout, num_labels, budget, gpu, framework, recompute, parallel,
         world_size, fsdp_param_dtype, offload, offload_device, tp, pp, micro_batches, zero_reduce_bucket,
         zero_max_live_params, zero_sub_group, plot;
@@ -193,6 +194,11 @@ inline void add_model_flags(CLI::App& app, raw_options& o, bool with_batch) {
                             "hf-trainer (transformers.Trainer, AdamW fused by default) do not",
                             "plain");
     app.add_flag("--grad-checkpointing", o.grad_checkpointing, "gradient checkpointing (transformers' default)");
+    add_enum<checkpoint_impl>(app, "--checkpoint-impl", o.checkpoint_impl,
+                              "torch.utils.checkpoint's implementation under --grad-checkpointing: as-enabled is "
+                              "transformers' non-reentrant one, or with --quantize the reentrant one that peft's "
+                              "prepare_model_for_kbit_training leaves PyTorch to pick",
+                              "as-enabled");
     app.add_flag("--compile", o.compile,
                  "torch.compile(model), default mode: inductor fuses pointwise kernels, AOTAutograd picks what "
                  "backward keeps");
@@ -314,6 +320,10 @@ inline recipe build_recipe(const raw_options& o, std::vector<std::string>& lora_
     r.inference = o.inference;
     r.kv_cache = o.kv_cache;
     r.grad_checkpointing = o.grad_checkpointing;
+    if (!o.checkpoint_impl.empty()) {
+        r.checkpoint = parse_enum<checkpoint_impl>("--checkpoint-impl", o.checkpoint_impl);
+        if (!r.grad_checkpointing) usage("--checkpoint-impl {}: needs --grad-checkpointing", o.checkpoint_impl);
+    }
     r.compile = o.compile;
     if (o.inference) {
         if (has_optimizer && optimizer != optimizer_kind::none)
@@ -632,7 +642,11 @@ inline std::string recipe_text(const request& q) {
     if (r.attention == attention_kernel::sdpa && !q.model.attention.sdpa)
         out += fmt::format(" (estimated as eager: {} has no SDPA path in transformers 5.17)", q.model.model_type);
     out += fmt::format("\n{:<10}loop {}, grad accum {}, grad checkpointing {}, compile {}", "", name_of(r.loop),
-                       r.grad_accum, r.grad_checkpointing ? "on" : "off", r.compile ? "on" : "off");
+                       r.grad_accum,
+                       !r.grad_checkpointing     ? "off"
+                       : reentrant_checkpoint(r) ? "on (reentrant)"
+                                                 : "on (non-reentrant)",
+                       r.compile ? "on" : "off");
     if (r.quantize != quantization::none)
         out += fmt::format(", {} base ({}{})", name_of(r.quantize),
                            is_4bit(r.quantize) ? fmt::format("{} compute", name_of(r.quant_compute))
@@ -849,6 +863,8 @@ inline ojson inputs_json(std::string_view command, const request& q, bool with_b
     rj["attention_implementation"] = r.attention == attention_kernel::eager || !q.model.attention.sdpa ? "eager" : "sdpa";
     rj["grad_accum"] = r.grad_accum;
     rj["grad_checkpointing"] = r.grad_checkpointing;
+    if (r.grad_checkpointing)
+        rj["checkpoint_impl"] = name_of(reentrant_checkpoint(r) ? checkpoint_impl::reentrant : checkpoint_impl::non_reentrant);
     rj["compile"] = r.compile;
     rj["lora_rank"] = r.lora.rank;
     rj["lora_targets"] = q.lora_targets;

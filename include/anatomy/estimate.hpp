@@ -731,11 +731,12 @@ private:
                                                                  input_block, input_held(run.stage));
             live_bytes one{};
             if (checkpointed(run.stage)) {
-                // Recompute the layer with autograd on, run its backward,
-                // then drop the recomputed output and the checkpoint's input.
+                // Recompute the layer with autograd on (all of it when the
+                // checkpoint is reentrant), run its backward, then drop the
+                // recomputed output and the checkpoint's input.
                 if (allocator_) walk_blocks::drop_from(recorded_, ex.kernels.size());
                 walk.observe(allocator_);
-                const live_bytes recompute = walk.forward(true, true, true);
+                const live_bytes recompute = walk.forward(true, true, !reentrant_checkpoint(r_));
                 const block_id recomputed = walk.output_block();
                 live_bytes back = walk.backward(grads_exist, encoder_grad, output_grad, reduction(r_, st));
                 walk.end_graph(back);  // the recomputed graph dies with the checkpoint's backward

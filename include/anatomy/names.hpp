@@ -108,6 +108,14 @@ struct enum_names<quantization> {
 };
 
 template <>
+struct enum_names<checkpoint_impl> {
+    static constexpr std::string_view what = "checkpoint implementation";
+    static constexpr std::array<enum_name<checkpoint_impl>, 3> table{{{checkpoint_impl::as_enabled, "as-enabled"},
+                                                                      {checkpoint_impl::non_reentrant, "non-reentrant"},
+                                                                      {checkpoint_impl::reentrant, "reentrant"}}};
+};
+
+template <>
 struct enum_names<training_loop> {
     static constexpr std::string_view what = "loop";
     static constexpr std::array<enum_name<training_loop>, 3> table{

@@ -33,6 +33,16 @@ enum class optimizer_kind {
 
 enum class attention_kernel { sdpa, eager };
 
+// torch.utils.checkpoint's implementation under gradient checkpointing. The
+// non-reentrant one stops a layer's recompute once it has saved again what
+// the forward saved; the reentrant one reruns the whole layer. `as_enabled`
+// is what the code that turns checkpointing on picks: transformers'
+// gradient_checkpointing_enable() passes use_reentrant=False, while with a
+// quantized base peft's prepare_model_for_kbit_training passes no
+// use_reentrant and PyTorch 2.11 takes the reentrant one (it warns so; both
+// read on an H200 with transformers 5.17 and peft 0.21).
+enum class checkpoint_impl { as_enabled, non_reentrant, reentrant };
+
 // How the training step is written.
 enum class training_loop {
     plain,       // out = model(**batch); out.loss.backward(): the outputs (logits, the KV cache) live through backward
@@ -101,6 +111,7 @@ struct recipe {
     optimizer_kind optimizer = optimizer_kind::adamw;
     std::uint64_t grad_accum = 1;
     bool grad_checkpointing = false;
+    checkpoint_impl checkpoint = checkpoint_impl::as_enabled;
     attention_kernel attention = attention_kernel::sdpa;
     training_loop loop = training_loop::plain;
     lora_config lora{};
@@ -136,6 +147,12 @@ struct recipe {
 // Whether the step's output object lives through backward.
 constexpr bool keeps_outputs(const recipe& r) { return r.inference || r.loop == training_loop::plain; }
 
+// Whether a checkpointed layer's recompute reruns all of it (checkpoint_impl).
+constexpr bool reentrant_checkpoint(const recipe& r) {
+    return r.checkpoint == checkpoint_impl::reentrant ||
+           (r.checkpoint == checkpoint_impl::as_enabled && r.quantize != quantization::none);
+}
+
 constexpr bool is_zero(parallelism p) {
     return p == parallelism::zero1 || p == parallelism::zero2 || p == parallelism::zero3;
 }
@@ -167,6 +184,9 @@ constexpr void validate(const recipe& r) {
     detail::require(r.grad_accum >= 1, "anatomy::validate(recipe): grad_accum must be >= 1");
     detail::require(!r.inference || (r.grad_accum == 1 && !r.grad_checkpointing),
                     "anatomy::validate(recipe): inference takes no grad_accum or grad_checkpointing");
+    detail::require(r.grad_checkpointing || r.checkpoint == checkpoint_impl::as_enabled,
+                    "anatomy::validate(recipe): checkpoint picks how gradient checkpointing recomputes; set "
+                    "grad_checkpointing = true, or leave checkpoint as_enabled");
     detail::require(!r.lora.enabled() || r.lora.target_count() > 0,
                     "anatomy::validate(recipe): LoRA needs at least one target module");
     detail::require(r.lora.enabled() || r.lora.target_count() == 0,

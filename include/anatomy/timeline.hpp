@@ -156,20 +156,20 @@ public:
     // (a checkpoint saves its inputs). The stage input stays alive until the
     // stage returns: the caller's Python frame holds it.
     //
-    // `recomputing`: a checkpoint's recompute in backward, which stops once
-    // the last tensor the forward saved is saved again (torch.utils.checkpoint,
-    // non-reentrant, stops early by default; traced: a llama-3-8b layer's
-    // recompute never runs down_proj or the residual add). An op saves its
+    // `stops_early`: a non-reentrant checkpoint's recompute in backward, which
+    // stops once the last tensor the forward saved is saved again
+    // (torch.utils.checkpoint's default early stop; traced: a llama-3-8b
+    // layer's recompute never runs down_proj or the residual add). An op saves its
     // inputs before it runs and its outputs after, so the last saving kernel
     // runs only if it saves what it makes; the frames then unwind, and every
     // tensor not saved dies.
-    constexpr live_bytes forward(bool saving, bool keep_input, bool recomputing = false) {
+    constexpr live_bytes forward(bool saving, bool keep_input, bool stops_early = false) {
         live_bytes live{};
         live.allocator = allocator_;
         saving_ = saving;
         std::size_t end = kernels_.size();
         bool last_runs = true;
-        if (recomputing && saving)
+        if (stops_early && saving)
             for (std::size_t i = kernels_.size(); i-- > 0;)
                 if (saves_something(kernels_[i])) {
                     end = i + 1;

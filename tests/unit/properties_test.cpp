@@ -1,6 +1,7 @@
 // Properties every estimate keeps over the property cases (property_cases.hpp):
-// the peak never falls as the batch grows, and the allocator replay never
-// reserves less than the analytic peak.
+// the peak never falls as the batch grows, the allocator replay never
+// reserves less than the analytic peak, and a reentrant checkpoint never
+// peaks below the early-stopped one.
 #include "property_cases.hpp"
 
 #include <anatomy/estimate.hpp>
@@ -25,6 +26,15 @@ TEST_CASE("the peak grows with the batch and the replay reserves at least the pe
             const memory_estimate e = estimate(spec, r, s);
             CHECK(e.peak >= previous);  // equal while the optimizer step is the peak
             CHECK(replay_allocator(spec, r, s).peak_reserved >= e.peak);
+            if (r.grad_checkpointing) {
+                // A reentrant recompute runs every kernel an early-stopped one does, and more.
+                recipe reentrant = r;
+                recipe early_stop = r;
+                reentrant.checkpoint = checkpoint_impl::reentrant;
+                early_stop.checkpoint = checkpoint_impl::non_reentrant;
+                CHECK(estimate(spec, reentrant, s).peak >= estimate(spec, early_stop, s).peak);
+                CHECK(e.peak == estimate(spec, reentrant_checkpoint(r) ? reentrant : early_stop, s).peak);
+            }
             previous = e.peak;
             ++checked;
         }
