@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Whole processes side by side (issue 13): `anatomy max-batch` at most 2x,
 # and a 64 x 8 `anatomy sweep` at most 10x, one `anatomy estimate` of the
-# same model, recipe and card:
+# same model, recipe and card. The sweep's table replays only the cells it
+# prints; the same sweep with --json, which replays every cell, is timed too
+# and reported without a target:
 #
 #   bench/process_ratios.sh PATH/TO/anatomy [RUNS]
 #
@@ -34,6 +36,7 @@ median_ms() {
 e=$(median_ms "$runs" "$cli" "${estimate[@]}")
 m=$(median_ms "$runs" "$cli" "${max_batch[@]}")
 s=$(median_ms "$(( runs / 5 > 3 ? runs / 5 : 3 ))" "$cli" "${sweep[@]}")
+j=$(median_ms "$(( runs / 5 > 3 ? runs / 5 : 3 ))" "$cli" "${sweep[@]}" --json)
 status=0
 report() {  # report NAME MS TARGET_RATIO
     local verdict
@@ -45,4 +48,5 @@ report() {  # report NAME MS TARGET_RATIO
 echo "  anatomy ${estimate[*]}: median $e ms"
 report "max-batch (${max_batch[*]:1:6})" "$m" 2
 report "sweep 64 x 8 (${sweep[*]:7})" "$s" 10
+awk -v x="$j" -v e="$e" 'BEGIN { printf "  %-42s %9.2f ms  %6.2fx estimate  (every cell replayed; no target)\n", "the same sweep with --json", x, x / e }'
 exit $status

@@ -565,24 +565,35 @@ inline bytes device_need(const request& q, const estimate_result& x) {
           shape_text(q, with_batch));
 }
 
-// Whether step `s` fits the request's budget, by max-batch's test: a paged
-// optimizer's managed memory comes out of a card's memory first (a --budget
-// is the allocator's cap, which it does not touch), then the allocator,
-// replayed under the cap with the cuBLAS workspaces taken first.
-inline bool step_fits(const request& q, const estimator& prepared, const shape& s, const estimate_result& x) {
+// Fit checks refuse DeepSpeed ZeRO, whose reserved memory is not modelled.
+inline void require_fit_modelled(const request& q) {
     try {
         detail::require_fit_modelled(q.make_recipe());
     } catch (const anatomy::error& e) {
         input("{}", without_prefix(e.what()));
     }
-    const bytes managed = q.gpu ? x.e.managed : bytes{};
-    if (managed >= q.budget) return false;
-    // A step whose uncapped replay stays under the cap runs the same under it,
-    // and one whose peak is over it cannot: only the rest is replayed capped.
+}
+
+// Whether step `e`'s analytic peak alone keeps it out of the budget: a paged
+// optimizer's managed memory comes out of a card's memory first (a --budget
+// is the allocator's cap, which it does not touch), and the allocator never
+// needs less than the peak.
+inline bool peak_rules_out(const request& q, const memory_estimate& e) {
+    const bytes managed = q.gpu ? e.managed : bytes{};
+    return managed >= q.budget || e.peak + cublas_workspace(q.make_recipe(), q.device()) > q.budget - managed;
+}
+
+// Whether step `s` fits the request's budget, by max-batch's test: the
+// allocator replayed under the cap with the cuBLAS workspaces taken first.
+inline bool step_fits(const request& q, const estimator& prepared, const shape& s, const estimate_result& x) {
+    require_fit_modelled(q);
+    // One whose peak is over the cap cannot run, and one whose uncapped
+    // replay stays under it runs the same under it: only the rest is
+    // replayed capped.
+    if (peak_rules_out(q, x.e)) return false;
     if (device_need(q, x) <= q.budget) return true;
-    if (x.e.peak + cublas_workspace(q.make_recipe(), q.device()) > q.budget - managed) return false;
     try {
-        return fits_under(prepared, s, q.budget - managed);
+        return fits_under(prepared, s, q.budget - (q.gpu ? x.e.managed : bytes{}));
     } catch (const overflow_error&) {
         return false;
     }
@@ -605,16 +616,28 @@ inline estimator prepare_estimator(const request& q) {
     }
 }
 
-inline estimate_result run_estimate(const request& q, const estimator& prepared, const shape& s, bool with_batch) {
+// The analytic estimate of step `s`, without the allocator replay.
+inline memory_estimate estimate_only(const request& q, const estimator& prepared, const shape& s, bool with_batch) {
     try {
         // Token counts must fit 64 bits even where the estimate does not use them all;
         // bytes arithmetic is checked, so count them as bytes.
         (void)(s.batch * (s.seq * B) + s.batch * (target_length(s) * B));
-        return {prepared.estimate(s), prepared.replay(s), false, !is_zero(q.make_recipe().parallel)};
+        return prepared.estimate(s);
     } catch (const overflow_error&) {
         overflowed(q, with_batch);
     } catch (const anatomy::error& e) {
         input("{}", without_prefix(e.what()));
+    }
+}
+
+inline estimate_result run_estimate(const request& q, const estimator& prepared, const shape& s, bool with_batch) {
+    const memory_estimate e = estimate_only(q, prepared, s, with_batch);
+    try {
+        return {e, prepared.replay(s), false, !is_zero(q.make_recipe().parallel)};
+    } catch (const overflow_error&) {
+        overflowed(q, with_batch);
+    } catch (const anatomy::error& err) {
+        input("{}", without_prefix(err.what()));
     }
 }
 

@@ -65,14 +65,20 @@ inline std::vector<std::uint64_t> parse_axis(std::string_view flag, const std::s
 
 struct sweep_cell {
     std::uint64_t batch, seq;
-    bytes peak, reserved;
-    bool fits;
+    memory_estimate e;
+    bytes reserved;  // with `replayed`
+    bool fits;       // with a budget, and `replayed` or ruled out by the peak
+    bool replayed;
 };
+
+// No cell: no batch of the grid fits.
+inline constexpr std::size_t no_cell = static_cast<std::size_t>(-1);
 
 struct sweep_result {
     request q;  // at the first sequence length: the model and recipe, for the header
     std::vector<std::uint64_t> batches, seqs;
     std::vector<sweep_cell> cells;  // sequence-major
+    std::vector<std::size_t> largest_fitting;  // per sequence, with a budget: the cell of the largest batch that fits
 };
 
 // Calls work(i) for every i in [0, n) on the machine's cores. An exception
@@ -100,10 +106,16 @@ void for_each_index_in_parallel(std::size_t n, Work work) {
         if (e) std::rethrow_exception(e);
 }
 
-inline sweep_result run_sweep(const raw_options& o) {
+// The grid's estimates. `every_cell`: each cell replayed, with its reserved
+// bytes and fit, as estimate prints them (--json, --csv). Otherwise only what
+// the table prints: every peak, and per sequence length the replays that find
+// the largest batch that fits, counting down from the largest whose peak does
+// (under a cap the verdict need not fall with the batch, as in max-batch).
+inline sweep_result run_sweep(const raw_options& o, bool every_cell) {
     if (o.batch.empty()) usage("sweep: pass --batch, e.g. --batch 1:64 or --batch 1,2,4,8");
     if (o.seq.empty()) usage("sweep: pass --seq, e.g. --seq 512,1024,2048 or --seq 512:8192:x2");
-    sweep_result r{.q = {}, .batches = parse_axis("--batch", o.batch), .seqs = parse_axis("--seq", o.seq), .cells = {}};
+    sweep_result r{.q = {}, .batches = parse_axis("--batch", o.batch), .seqs = parse_axis("--seq", o.seq), .cells = {},
+                   .largest_fitting = {}};
     // Each sequence length is checked as estimate checks it (learned positions, llm.c's T).
     std::vector<request> at_seq;
     for (const std::uint64_t seq : r.seqs) {
@@ -113,14 +125,42 @@ inline sweep_result run_sweep(const raw_options& o) {
         at_seq.push_back(build_request(at, true));
     }
     r.q = at_seq.front();
+    const bool budgeted = r.q.budget.count > 0;
+    if (budgeted) require_fit_modelled(r.q);
     // The model and recipe are the same at every length: lowered once.
     const estimator prepared = prepare_estimator(r.q);
-    r.cells.resize(r.seqs.size() * r.batches.size());
+    const std::size_t row = r.batches.size();
+    const auto point_of = [&](std::size_t i) {
+        request point = at_seq[i / row];
+        point.s.batch = r.batches[i % row];
+        return point;
+    };
+    // Replays cell i: its reserved bytes and, with a budget, its fit.
+    const auto replay_cell = [&](std::size_t i) {
+        const request point = point_of(i);
+        const estimate_result x = with_fit(point, prepared, point.s, run_estimate(point, prepared, point.s, true));
+        r.cells[i].reserved = x.replay.peak_reserved;
+        r.cells[i].fits = x.fits;
+        r.cells[i].replayed = true;
+    };
+    r.cells.resize(r.seqs.size() * row);
     for_each_index_in_parallel(r.cells.size(), [&](std::size_t i) {
-        request point = at_seq[i / r.batches.size()];
-        point.s.batch = r.batches[i % r.batches.size()];
-        const estimate_result e = with_fit(point, prepared, point.s, run_estimate(point, prepared, point.s, true));
-        r.cells[i] = {point.s.batch, point.s.seq, e.e.peak, e.replay.peak_reserved, e.fits};
+        const request point = point_of(i);
+        r.cells[i] = {point.s.batch, point.s.seq, estimate_only(point, prepared, point.s, true), {}, false, false};
+        if (every_cell) replay_cell(i);
+    });
+    r.largest_fitting.assign(r.seqs.size(), no_cell);
+    if (!budgeted) return r;
+    for_each_index_in_parallel(r.seqs.size(), [&](std::size_t k) {
+        for (std::size_t j = row; j-- > 0;) {
+            const std::size_t i = k * row + j;
+            if (!r.cells[i].replayed && peak_rules_out(point_of(i), r.cells[i].e)) continue;
+            if (!r.cells[i].replayed) replay_cell(i);
+            if (r.cells[i].fits) {
+                r.largest_fitting[k] = i;
+                return;
+            }
+        }
     });
     return r;
 }
@@ -131,7 +171,7 @@ inline std::string sweep_svg(const sweep_result& r) {
     constexpr double width = 720, height = 440, left = 70, right = 150, top = 30, bottom = 50;
     const double plot_w = width - left - right, plot_h = height - top - bottom;
     double ymax = static_cast<double>(r.q.budget.count);
-    for (const sweep_cell& c : r.cells) ymax = std::max(ymax, static_cast<double>(c.peak.count));
+    for (const sweep_cell& c : r.cells) ymax = std::max(ymax, static_cast<double>(c.e.peak.count));
     const double bmin = static_cast<double>(r.batches.front()), bmax = static_cast<double>(r.batches.back());
     const auto x = [&](std::uint64_t b) {
         return bmax == bmin ? left + plot_w / 2 : left + plot_w * (static_cast<double>(b) - bmin) / (bmax - bmin);
@@ -167,7 +207,7 @@ inline std::string sweep_svg(const sweep_result& r) {
         for (std::size_t j = 0; j < r.batches.size(); ++j) {
             const sweep_cell& c = r.cells[i * r.batches.size() + j];
             points += fmt::format("{}{:.1f},{:.1f}", points.empty() ? "" : " ", x(c.batch),
-                                  y(static_cast<double>(c.peak.count)));
+                                  y(static_cast<double>(c.e.peak.count)));
         }
         const char* color = colors[i % colors.size()];
         svg += fmt::format("<polyline class=\"seq\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"/>\n",
@@ -180,7 +220,8 @@ inline std::string sweep_svg(const sweep_result& r) {
 
 inline void cmd_sweep(const raw_options& o, const std::string& svg_path, bool csv, std::ostream& out) {
     if (csv && o.json) usage("sweep: --json and --csv exclude each other; pick one");
-    const sweep_result r = run_sweep(o);
+    // The table prints one cell per sequence length; JSON and CSV print them all.
+    const sweep_result r = run_sweep(o, o.json || csv);
     const bool budgeted = r.q.budget.count > 0;
     if (!svg_path.empty()) {
         std::ofstream file(svg_path, std::ios::binary);
@@ -196,7 +237,7 @@ inline void cmd_sweep(const raw_options& o, const std::string& svg_path, bool cs
         if (budgeted) j["budget_bytes"] = r.q.budget.count;
         ojson cells = ojson::array();
         for (const sweep_cell& c : r.cells) {
-            ojson cell{{"batch", c.batch}, {"seq", c.seq}, {"peak_bytes", c.peak.count},
+            ojson cell{{"batch", c.batch}, {"seq", c.seq}, {"peak_bytes", c.e.peak.count},
                        {"reserved_bytes", c.reserved.count}};
             if (budgeted) cell["fits"] = c.fits;
             cells.push_back(std::move(cell));
@@ -208,7 +249,7 @@ inline void cmd_sweep(const raw_options& o, const std::string& svg_path, bool cs
     if (csv) {
         out << (budgeted ? "batch,seq,peak_bytes,reserved_bytes,fits\n" : "batch,seq,peak_bytes,reserved_bytes\n");
         for (const sweep_cell& c : r.cells) {
-            out << fmt::format("{},{},{},{}", c.batch, c.seq, c.peak.count, c.reserved.count);
+            out << fmt::format("{},{},{},{}", c.batch, c.seq, c.e.peak.count, c.reserved.count);
             out << (budgeted ? (c.fits ? ",true\n" : ",false\n") : "\n");
         }
         return;
@@ -226,12 +267,12 @@ inline void cmd_sweep(const raw_options& o, const std::string& svg_path, bool cs
         text_table t;
         t.row({"seq", "batch", "peak", "reserved (uncapped)"});
         for (std::size_t i = 0; i < r.seqs.size(); ++i) {
-            const sweep_cell* best = nullptr;
-            for (std::size_t j = 0; j < r.batches.size(); ++j)
-                if (r.cells[i * r.batches.size() + j].fits) best = &r.cells[i * r.batches.size() + j];
-            if (best) t.row({grouped(r.seqs[i]), grouped(best->batch), fmt::format("{}", best->peak),
-                             fmt::format("{}", best->reserved)});
-            else t.row({grouped(r.seqs[i]), "none", "-", "-"});
+            if (r.largest_fitting[i] == no_cell) {
+                t.row({grouped(r.seqs[i]), "none", "-", "-"});
+                continue;
+            }
+            const sweep_cell& best = r.cells[r.largest_fitting[i]];
+            t.row({grouped(r.seqs[i]), grouped(best.batch), fmt::format("{}", best.e.peak), fmt::format("{}", best.reserved)});
         }
         t.print(out);
         return;
@@ -244,7 +285,7 @@ inline void cmd_sweep(const raw_options& o, const std::string& svg_path, bool cs
     for (std::size_t i = 0; i < r.seqs.size(); ++i) {
         std::vector<std::string> row{grouped(r.seqs[i])};
         for (std::size_t j = 0; j < r.batches.size(); ++j)
-            row.push_back(fmt::format("{}", r.cells[i * r.batches.size() + j].peak));
+            row.push_back(fmt::format("{}", r.cells[i * r.batches.size() + j].e.peak));
         t.row(row);
     }
     t.print(out);
