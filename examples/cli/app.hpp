@@ -197,7 +197,8 @@ inline void add_model_flags(CLI::App& app, raw_options& o, bool with_batch) {
     add_enum<checkpoint_impl>(app, "--checkpoint-impl", o.checkpoint_impl,
                               "torch.utils.checkpoint's implementation under --grad-checkpointing: as-enabled is "
                               "transformers' non-reentrant one, or with --quantize the reentrant one that peft's "
-                              "prepare_model_for_kbit_training leaves PyTorch to pick",
+                              "prepare_model_for_kbit_training leaves PyTorch to pick (not with --loop hf-trainer, "
+                              "which turns transformers' on again)",
                               "as-enabled");
     app.add_flag("--compile", o.compile,
                  "torch.compile(model), default mode: inductor fuses pointwise kernels, AOTAutograd picks what "

@@ -39,8 +39,10 @@ enum class attention_kernel { sdpa, eager };
 // is what the code that turns checkpointing on picks: transformers'
 // gradient_checkpointing_enable() passes use_reentrant=False, while with a
 // quantized base peft's prepare_model_for_kbit_training passes no
-// use_reentrant and PyTorch 2.11 takes the reentrant one (it warns so; both
-// read on an H200 with transformers 5.17 and peft 0.21).
+// use_reentrant and PyTorch 2.11 takes the reentrant one (it warns so),
+// unless transformers.Trainer turns checkpointing on again itself, which it
+// does with gradient_checkpointing_enable()'s default (the sources read on
+// an H200 with transformers 5.17 and peft 0.21).
 enum class checkpoint_impl { as_enabled, non_reentrant, reentrant };
 
 // How the training step is written.
@@ -150,7 +152,8 @@ constexpr bool keeps_outputs(const recipe& r) { return r.inference || r.loop == 
 // Whether a checkpointed layer's recompute reruns all of it (checkpoint_impl).
 constexpr bool reentrant_checkpoint(const recipe& r) {
     return r.checkpoint == checkpoint_impl::reentrant ||
-           (r.checkpoint == checkpoint_impl::as_enabled && r.quantize != quantization::none);
+           (r.checkpoint == checkpoint_impl::as_enabled && r.quantize != quantization::none &&
+            r.loop != training_loop::hf_trainer);
 }
 
 constexpr bool is_zero(parallelism p) {
