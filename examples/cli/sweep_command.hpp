@@ -67,7 +67,7 @@ struct sweep_cell {
     std::uint64_t batch, seq;
     memory_estimate e;
     bytes reserved;  // with `replayed`
-    bool fits;       // with a budget, and `replayed` or ruled out by the peak
+    bool fits;       // with a budget and `replayed`
     bool replayed;
 };
 

@@ -19,7 +19,8 @@ TEST_CASE("sweep: the table's largest fitting batch is the one every cell's fit 
     gpt2.batch = "1:16";
     gpt2.seq = "128,256,512,1024";
     gpt2.budget = "6GiB";
-    // Checkpointed llama-3.2-1b under a cap some batches reach only when replayed capped.
+    // Checkpointed llama-3.2-1b in 24 GiB: at 4 x 2048 and 2 x 4096 the peak
+    // fits and the uncapped replay does not, so the capped replay decides.
     raw_options llama{};
     llama.model = "llama-3.2-1b";
     llama.weights = "bf16";
