@@ -42,7 +42,8 @@ enum class attention_kernel { sdpa, eager };
 // use_reentrant and PyTorch 2.11 takes the reentrant one (it warns so),
 // unless transformers.Trainer turns checkpointing on again itself, which it
 // does with gradient_checkpointing_enable()'s default (the sources read on
-// an H200 with transformers 5.17 and peft 0.21).
+// an H200 with transformers 5.17 and peft 0.21; the Trainer's calls were
+// counted there too: use_reentrant=False, QLoRA or not).
 enum class checkpoint_impl { as_enabled, non_reentrant, reentrant };
 
 // How the training step is written.
