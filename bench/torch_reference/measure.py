@@ -44,7 +44,8 @@ in the weight dtype, labels over num_labels); architectures naming *ForSequenceC
 seqcls; *ForMaskedLM (modernbert-base) -> masked-lm (AutoModelForMaskedLM, labels = input_ids);
 bert/roberta/... -> seqcls; t5/bart/... -> seq2seq; else causal. A spec with `budget_gib` (and
 optional `hi`, no batch) is a largest-batch search as measure_h200.py's max_batch (see max_batch_case);
-its record holds `max_batch` and the `trials`. The asked attn
+its record holds `max_batch` and the `trials`. With a `batch` too it is one trial of that batch under the
+cap: its record holds `fits` (two steps ran) and the trial. The asked attn
 implementation (default sdpa) falls back to eager on ValueError/ImportError; the record says
 `attn_implementation` (what transformers used) and `attn_fallback` (the error, if any).
 """
@@ -1459,6 +1460,14 @@ def max_batch_case(spec, args):
         torch.cuda.empty_cache()
         return passed
 
+    if "batch" in spec:  # one trial of the given batch under the cap: does it run?
+        try:
+            fits = ok(int(spec["batch"]))
+        finally:
+            torch.cuda.set_per_process_memory_fraction(1.0)
+        env = env or {"torch": torch.__version__, "gpu": torch.cuda.get_device_name(0), "total_mem": total}
+        return env, {"case": spec.get("name") or "fit_%s" % spec["model"], "spec": spec, "fits": fits,
+                     "trials": trials}
     try:
         lo, b, hi = 0, 1, int(spec.get("hi", 256))
         while b <= hi and ok(b):
@@ -1580,6 +1589,10 @@ def main():
         out.flush()
         if "max_batch" in res:
             print("[measure] %-45s max_batch=%d  %.1fs" % (name, res["max_batch"], time.time() - t0),
+                  file=sys.stderr, flush=True)
+            continue
+        if "fits" in res:
+            print("[measure] %-45s fits=%s  %.1fs" % (name, res["fits"], time.time() - t0),
                   file=sys.stderr, flush=True)
             continue
         tr = res.get("trace", {}).get("traced_step", {})

@@ -26,8 +26,15 @@ ap.add_argument("--gc", action="store_true")
 ap.add_argument("--steps", type=int, default=2)
 ap.add_argument("--amp", choices=["bf16"], help="torch.autocast(bf16) around the forward")
 ap.add_argument("--cap-gib", type=float, help="set_per_process_memory_fraction to this many GiB")
+ap.add_argument("--quant", choices=["nf4", "int8"], help="a bitsandbytes base, loaded as measure.py loads it, "
+                "then peft.prepare_model_for_kbit_training and LoRA (needs --lora)")
+ap.add_argument("--lora", type=int, default=0, help="LoRA rank (alpha 16, as the families file)")
+ap.add_argument("--lora-targets", default="q_proj,v_proj")
+ap.add_argument("--frames", action="store_true", help="each alloc also names its three innermost Python frames")
 ap.add_argument("--out", required=True)
 a = ap.parse_args()
+if a.quant and not a.lora:
+    ap.error("--quant trains LoRA adapters: pass --lora R")
 
 d = json.load(open(a.config))
 cfg = AutoConfig.for_model(d.pop("model_type"), **{k: v for k, v in d.items() if k != "transformers_version"})
@@ -36,10 +43,31 @@ if a.cap_gib:
     torch.cuda.set_per_process_memory_fraction(a.cap_gib * 2**30 / torch.cuda.get_device_properties(0).total_memory)
 torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python", max_entries=4_000_000)
 dtype = torch.bfloat16 if a.weights == "bf16" else torch.float32
-with torch.device("cuda"):
-    model = AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation="sdpa")
-if a.gc:
-    model.gradient_checkpointing_enable()
+if a.quant:
+    import tempfile
+    import peft
+    from transformers import BitsAndBytesConfig
+    tmpd = tempfile.mkdtemp(dir="/tmp")
+    with torch.device("cpu"):
+        AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16).save_pretrained(tmpd)
+    qcfg = (BitsAndBytesConfig(load_in_8bit=True) if a.quant == "int8" else
+            BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+                               bnb_4bit_compute_dtype=torch.bfloat16))
+    model = AutoModelForCausalLM.from_pretrained(tmpd, quantization_config=qcfg, dtype=dtype,
+                                                 attn_implementation="sdpa", device_map={"": 0})
+    # With use_gradient_checkpointing it turns checkpointing on itself: the reentrant checkpoint.
+    model = peft.prepare_model_for_kbit_training(model, use_gradient_checkpointing=a.gc)
+else:
+    with torch.device("cuda"):
+        model = AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation="sdpa")
+    if a.gc:
+        model.gradient_checkpointing_enable()
+if a.lora:
+    import peft
+    if a.gc and not a.quant:
+        model.enable_input_require_grads()
+    model = peft.get_peft_model(model, peft.LoraConfig(r=a.lora, lora_alpha=16, target_modules=a.lora_targets.split(","),
+                                                       lora_dropout=0.0))
 model.train()
 opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-5)
 oom_step = None  # under a cap: the step that ran out of memory; the history up to it is still written
@@ -64,7 +92,10 @@ torch.cuda.memory._record_memory_history(enabled=None)
 events = [e for e in snap["device_traces"][0] if e["action"] != "free_requested" and "addr" in e]
 with open(a.out, "w") as f:
     for e in events:
-        f.write(json.dumps([e["action"], e["addr"], e["size"]]) + "\n")
+        where = []
+        if a.frames and e["action"] == "alloc":
+            where = ["%s@%s:%s" % (fr["name"], fr["filename"].rsplit("/", 1)[-1], fr["line"]) for fr in e.get("frames", [])[:3]]
+        f.write(json.dumps([e["action"], e["addr"], e["size"]] + ([where] if where else [])) + "\n")
     f.write(json.dumps({"max_reserved": torch.cuda.max_memory_reserved(), "max_allocated": torch.cuda.max_memory_allocated(),
                         "events": len(events), "steps": a.steps, "oom_step": oom_step}) + "\n")
 print(a.out, len(events), torch.cuda.max_memory_reserved(), torch.cuda.max_memory_allocated())

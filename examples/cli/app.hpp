@@ -550,10 +550,19 @@ struct estimate_result {
     memory_estimate e;
     allocator_replay replay;
     bool fits = false;  // with a budget, by max-batch's test: set by with_fit
-    // The replay's reserved memory is not modelled for DeepSpeed ZeRO
-    // (detail::require_fit_modelled): shown, but marked.
+    // The replay's reserved memory is not modelled for DeepSpeed ZeRO and
+    // the reentrant checkpoint (detail::require_fit_modelled): shown, but marked.
     bool reserved_modelled = true;
+    // Why not, for the table: how far off an H200 was.
+    std::string_view unmodelled_note;
 };
+
+// The table's note on a reserved figure that is not modelled.
+inline std::string_view unmodelled_reserved_note(const recipe& r) {
+    if (detail::reserved_modelled(r)) return {};
+    return is_zero(r.parallel) ? "(not modelled for DeepSpeed ZeRO: an H200 reserves 10-16 % more)"
+                               : "(not modelled for the reentrant checkpoint: an H200 reserved up to 13 % more)";
+}
 
 // What the step takes of the card: the allocator's reserved memory, the
 // cuBLAS workspaces, and a paged optimizer's managed memory.
@@ -566,7 +575,8 @@ inline bytes device_need(const request& q, const estimate_result& x) {
           shape_text(q, with_batch));
 }
 
-// Fit checks refuse DeepSpeed ZeRO, whose reserved memory is not modelled.
+// Fit checks refuse DeepSpeed ZeRO and the reentrant checkpoint, whose
+// reserved memory is not modelled.
 inline void require_fit_modelled(const request& q) {
     try {
         detail::require_fit_modelled(q.make_recipe());
@@ -634,7 +644,8 @@ inline memory_estimate estimate_only(const request& q, const estimator& prepared
 inline estimate_result run_estimate(const request& q, const estimator& prepared, const shape& s, bool with_batch) {
     const memory_estimate e = estimate_only(q, prepared, s, with_batch);
     try {
-        return {e, prepared.replay(s), false, !is_zero(q.make_recipe().parallel)};
+        const recipe r = q.make_recipe();
+        return {e, prepared.replay(s), false, detail::reserved_modelled(r), unmodelled_reserved_note(r)};
     } catch (const overflow_error&) {
         overflowed(q, with_batch);
     } catch (const anatomy::error& err) {
@@ -778,7 +789,7 @@ inline void print_estimate(std::ostream& out, const estimate_result& x) {
     sized("reserved", x.replay.peak_reserved, false,
           x.reserved_modelled
               ? "(max_memory_reserved; with the cuBLAS workspaces and the CUDA context, what a card must hold: --gpu checks it)"
-              : "(not modelled for DeepSpeed ZeRO: an H200 reserves 10-16 % more)");
+              : std::string(x.unmodelled_note));
     if (e.host.count > 0) sized("host (offloaded)", e.host, false);
     if (e.nvme.count > 0) sized("NVMe (offloaded)", e.nvme, false);
     if (e.managed.count > 0)

@@ -338,6 +338,39 @@ TEST_CASE("Trainer steps match their H200 measurements, its checkpoint non-reent
     }
 }
 
+TEST_CASE("where the replay's fit verdict was wrong on the H200, fit checks refuse the recipe",
+          "[calibration][qlora][max_batch]") {
+    // Single batches under a cap, each in a process of its own
+    // (bench/torch_reference/cases/quantized-gc-fit.json): QLoRA checkpointed
+    // as peft leaves it, the reentrant checkpoint. At 7 x 2048 under 24 GiB
+    // tinyllama ran out of memory where the replay fits.
+    std::ifstream in(ANATOMY_QUANTIZED_GC_FIT_FILE);
+    REQUIRE(in.good());
+    std::string line;
+    std::size_t trials = 0, wrong = 0;
+    while (std::getline(in, line)) {
+        const auto j = nlohmann::json::parse(line);
+        if (!j.contains("fits")) continue;
+        const auto& spec = j.at("spec");
+        INFO(j.at("case").get<std::string>());
+        recipe r = recipe_of(spec);
+        const auto targets = spec.value("lora_targets", std::vector<std::string>{"q_proj", "v_proj"});
+        for (std::size_t i = 0; i < targets.size(); ++i) r.lora.targets[i] = targets[i];
+        const model_spec model = model_named(spec.at("model").get<std::string>(), ANATOMY_CALIBRATION_CONFIGS);
+        const bytes budget{static_cast<std::uint64_t>(spec.at("budget_gib").get<double>() * 1073741824.0)};
+        const shape s{.batch = spec.at("batch").get<std::uint64_t>(), .seq = spec.at("seq").get<std::uint64_t>()};
+        // The replay's own verdict, past the refusal.
+        const bool replayed = detail::batch_fits(estimator(model, r), s, s.batch, budget);
+        if (replayed != j.at("fits").get<bool>()) {
+            ++wrong;
+            CHECK_FALSE(detail::reserved_modelled(r));
+            CHECK_THROWS_WITH(fits_under(model, r, s, budget), Catch::Contains("is not modelled"));
+        }
+        ++trials;
+    }
+    CHECK(trials == 6);
+}
+
 TEST_CASE("torch.compile'd steps match their H200 measurements", "[calibration][compile]") {
     // torch.compile(model), default mode, after train(): gpt2 (fp32, autocast,
     // eager attention, a loss-only loop), llama-3.2-1b (bf16, autocast,

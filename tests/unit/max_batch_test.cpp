@@ -161,3 +161,34 @@ TEST_CASE("max_batch and fits_under refuse DeepSpeed ZeRO, whose reserved memory
     const recipe ddp{.weights = dtype::bf16, .parallel = parallelism::ddp, .world_size = 2};
     CHECK(max_batch(presets::gpt2, ddp, {.seq = 256}, 40 * GiB) > 0);
 }
+
+TEST_CASE("max_batch and fits_under refuse the reentrant checkpoint, whose reserved memory is not modelled",
+          "[max_batch][errors]") {
+    // tinyllama NF4 LoRA checkpointed as peft leaves it (reentrant): at 7 x
+    // 2048 under a 24 GiB cap the H200 ran out of memory where the replay
+    // fits (tests/data/quantized-gc-fit-h200.jsonl).
+    recipe qlora{.weights = dtype::fp32, .grad_checkpointing = true, .quantize = quantization::nf4};
+    qlora.lora.rank = 8;
+    qlora.lora.targets[0] = "q_proj";
+    qlora.lora.targets[1] = "v_proj";
+    REQUIRE(reentrant_checkpoint(qlora));
+    CHECK_THROWS_WITH(max_batch(presets::tinyllama_1_1b, qlora, {.seq = 2048}, 24 * GiB),
+                      Catch::Contains("the reentrant checkpoint's reserved memory is not modelled"));
+    CHECK_THROWS_WITH(fits_under(presets::tinyllama_1_1b, qlora, {.batch = 7, .seq = 2048}, 24 * GiB),
+                      Catch::Contains("checkpoint_impl::non_reentrant"));
+    recipe reentrant{.weights = dtype::bf16, .grad_checkpointing = true};
+    reentrant.checkpoint = checkpoint_impl::reentrant;
+    CHECK_THROWS_WITH(max_batch(presets::tinyllama_1_1b, reentrant, {.seq = 2048}, 24 * GiB),
+                      Catch::Contains("the reentrant checkpoint's reserved memory is not modelled"));
+    // The twins: the same step checkpointed non-reentrantly, explicitly or
+    // as transformers.Trainer turns it on again.
+    recipe non_reentrant = qlora;
+    non_reentrant.checkpoint = checkpoint_impl::non_reentrant;
+    CHECK(max_batch(presets::tinyllama_1_1b, non_reentrant, {.seq = 2048}, 24 * GiB) > 0);
+    recipe trainer = qlora;
+    trainer.loop = training_loop::hf_trainer;
+    CHECK(max_batch(presets::tinyllama_1_1b, trainer, {.seq = 2048}, 24 * GiB) > 0);
+    recipe unchecked = qlora;  // no checkpoint at all
+    unchecked.grad_checkpointing = false;
+    CHECK(max_batch(presets::tinyllama_1_1b, unchecked, {.seq = 1024}, 24 * GiB) > 0);
+}
