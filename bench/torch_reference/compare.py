@@ -38,8 +38,11 @@ def cli_args(spec, configs):
         args += ["--seq", str(spec["seq"])]
     if spec.get("tgt"):
         args += ["--target-seq", str(spec["tgt"])]
-    if spec.get("qlora"):
-        args += ["--quantize", "nf4"]  # prepare_model_for_kbit_training: the rest in fp32
+    quant = "nf4" if spec.get("qlora") else spec.get("quant")  # the families file says qlora, measure.py quant
+    if quant:
+        args += ["--quantize", quant]
+        # prepare_model_for_kbit_training casts the rest to fp32; inference skips it
+        args += ["--weights", "fp32" if spec.get("kbit_prepare", True) else spec.get("weights", "fp32")]
     else:  # the bench builds from_config(dtype=fp32) unless `weights` says otherwise, whatever the config's dtype
         args += ["--weights", spec.get("weights", "fp32")]
     if spec.get("amp"):

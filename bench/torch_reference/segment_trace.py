@@ -30,7 +30,6 @@ ap.add_argument("--quant", choices=["nf4", "int8"], help="a bitsandbytes base, l
                 "then peft.prepare_model_for_kbit_training and LoRA (needs --lora)")
 ap.add_argument("--lora", type=int, default=0, help="LoRA rank (alpha 16, as the families file)")
 ap.add_argument("--lora-targets", default="q_proj,v_proj")
-ap.add_argument("--frames", action="store_true", help="each alloc also names its three innermost Python frames")
 ap.add_argument("--out", required=True)
 a = ap.parse_args()
 if a.quant and not a.lora:
@@ -92,10 +91,7 @@ torch.cuda.memory._record_memory_history(enabled=None)
 events = [e for e in snap["device_traces"][0] if e["action"] != "free_requested" and "addr" in e]
 with open(a.out, "w") as f:
     for e in events:
-        where = []
-        if a.frames and e["action"] == "alloc":
-            where = ["%s@%s:%s" % (fr["name"], fr["filename"].rsplit("/", 1)[-1], fr["line"]) for fr in e.get("frames", [])[:3]]
-        f.write(json.dumps([e["action"], e["addr"], e["size"]] + ([where] if where else [])) + "\n")
+        f.write(json.dumps([e["action"], e["addr"], e["size"]]) + "\n")
     f.write(json.dumps({"max_reserved": torch.cuda.max_memory_reserved(), "max_allocated": torch.cuda.max_memory_allocated(),
                         "events": len(events), "steps": a.steps, "oom_step": oom_step}) + "\n")
 print(a.out, len(events), torch.cuda.max_memory_reserved(), torch.cuda.max_memory_allocated())

@@ -551,9 +551,8 @@ struct estimate_result {
     allocator_replay replay;
     bool fits = false;  // with a budget, by max-batch's test: set by with_fit
     // The replay's reserved memory is not modelled for DeepSpeed ZeRO and
-    // the reentrant checkpoint (detail::require_fit_modelled): shown, but marked.
-    bool reserved_modelled = true;
-    // Why not, for the table: how far off an H200 was.
+    // the reentrant checkpoint (detail::require_fit_modelled): shown, but
+    // marked with this note, how far off an H200 was; empty when modelled.
     std::string_view unmodelled_note;
 };
 
@@ -561,7 +560,7 @@ struct estimate_result {
 inline std::string_view unmodelled_reserved_note(const recipe& r) {
     if (detail::reserved_modelled(r)) return {};
     return is_zero(r.parallel) ? "(not modelled for DeepSpeed ZeRO: an H200 reserves 10-16 % more)"
-                               : "(not modelled for the reentrant checkpoint: an H200 reserved up to 13 % more)";
+                               : "(not modelled for the reentrant checkpoint: an H200 reserved up to 16 % more)";
 }
 
 // What the step takes of the card: the allocator's reserved memory, the
@@ -644,8 +643,7 @@ inline memory_estimate estimate_only(const request& q, const estimator& prepared
 inline estimate_result run_estimate(const request& q, const estimator& prepared, const shape& s, bool with_batch) {
     const memory_estimate e = estimate_only(q, prepared, s, with_batch);
     try {
-        const recipe r = q.make_recipe();
-        return {e, prepared.replay(s), false, detail::reserved_modelled(r), unmodelled_reserved_note(r)};
+        return {e, prepared.replay(s), false, unmodelled_reserved_note(q.make_recipe())};
     } catch (const overflow_error&) {
         overflowed(q, with_batch);
     } catch (const anatomy::error& err) {
@@ -787,7 +785,7 @@ inline void print_estimate(std::ostream& out, const estimate_result& x) {
     t.gap();
     sized("peak", e.peak, false, "(the allocator's max_memory_allocated)");
     sized("reserved", x.replay.peak_reserved, false,
-          x.reserved_modelled
+          x.unmodelled_note.empty()
               ? "(max_memory_reserved; with the cuBLAS workspaces and the CUDA context, what a card must hold: --gpu checks it)"
               : std::string(x.unmodelled_note));
     if (e.host.count > 0) sized("host (offloaded)", e.host, false);
@@ -932,7 +930,7 @@ inline void add_estimate_json(ojson& j, const estimate_result& x) {
     j["nvme_bytes"] = e.nvme.count;
     j["managed_bytes"] = e.managed.count;
     j["reserved_bytes"] = x.replay.peak_reserved.count;
-    j["reserved_modelled"] = x.reserved_modelled;
+    j["reserved_modelled"] = x.unmodelled_note.empty();
     j["replayed_peak_bytes"] = x.replay.peak_allocated.count;
     ojson phases = ojson::object();
     for_each_phase(e.phases, [&](std::string_view name, bytes b) { phases[std::string(name)] = b.count; });

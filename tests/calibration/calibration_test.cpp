@@ -33,6 +33,13 @@ struct calibration_case {
     std::vector<std::string> lora_targets;  // the recipe's targets point into these
 };
 
+// A case's recipe, pointing at its LoRA targets.
+recipe targeted(const calibration_case& c) {
+    recipe r = c.training;
+    for (std::size_t i = 0; i < c.lora_targets.size(); ++i) r.lora.targets[i] = c.lora_targets[i];
+    return r;
+}
+
 // A case's model: a preset where one exists, else the config it was built from.
 model_spec model_named(const std::string& config, const std::string& configs) {
     static const std::map<std::string, std::string> preset_of{{"llama3.2-1b", "llama-3.2-1b"}};
@@ -98,6 +105,21 @@ recipe recipe_of(const nlohmann::json& spec) {
     return r;
 }
 
+// The cap a run was measured under (set_per_process_memory_fraction).
+bytes budget_of(const nlohmann::json& spec) {
+    return bytes{static_cast<std::uint64_t>(spec.at("budget_gib").get<double>() * 1073741824.0)};
+}
+
+// recipe_of with the spec's LoRA targets (peft's q_proj, v_proj where a
+// `lora` rank names none), held in `targets` for the recipe to point into.
+recipe recipe_with_targets(const nlohmann::json& spec, std::vector<std::string>& targets) {
+    recipe r = recipe_of(spec);
+    targets = spec.value("lora_targets", spec.contains("lora") ? std::vector<std::string>{"q_proj", "v_proj"}
+                                                               : std::vector<std::string>{});
+    for (std::size_t i = 0; i < targets.size(); ++i) r.lora.targets[i] = targets[i];
+    return r;
+}
+
 // Largest-batch searches measure a batch, not a peak.
 bool needs_later_work(const nlohmann::json& spec) { return spec.contains("budget_gib"); }
 
@@ -144,9 +166,7 @@ std::vector<calibration_case> load_fresh_process_cases(const char* path) {
 std::pair<double, double> peak_errors(const std::vector<calibration_case>& cases) {
     std::vector<double> errors;
     for (const auto& c : cases) {
-        recipe r = c.training;
-        for (std::size_t i = 0; i < c.lora_targets.size(); ++i) r.lora.targets[i] = c.lora_targets[i];
-        const memory_estimate e = estimate(c.model, r, c.size);
+        const memory_estimate e = estimate(c.model, targeted(c), c.size);
         const double error = (static_cast<double>(e.peak.count) - c.peak_alloc) / c.peak_alloc;
         UNSCOPED_INFO(c.name << ": predicted " << e.peak.count << ", measured " << c.peak_alloc << ", error "
                              << 100 * error << "%");
@@ -328,8 +348,7 @@ TEST_CASE("Trainer steps match their H200 measurements, its checkpoint non-reent
     for (const auto& c : cases) {
         if (c.training.quantize == quantization::none || !c.training.grad_checkpointing) continue;
         INFO(c.name);
-        recipe r = c.training;
-        for (std::size_t i = 0; i < c.lora_targets.size(); ++i) r.lora.targets[i] = c.lora_targets[i];
+        recipe r = targeted(c);
         const auto error = [&](checkpoint_impl impl) {
             r.checkpoint = impl;
             return std::fabs(static_cast<double>(estimate(c.model, r, c.size).peak.count) - c.peak_alloc);
@@ -353,11 +372,10 @@ TEST_CASE("where the replay's fit verdict was wrong on the H200, fit checks refu
         if (!j.contains("fits")) continue;
         const auto& spec = j.at("spec");
         INFO(j.at("case").get<std::string>());
-        recipe r = recipe_of(spec);
-        const auto targets = spec.value("lora_targets", std::vector<std::string>{"q_proj", "v_proj"});
-        for (std::size_t i = 0; i < targets.size(); ++i) r.lora.targets[i] = targets[i];
+        std::vector<std::string> targets;
+        const recipe r = recipe_with_targets(spec, targets);
         const model_spec model = model_named(spec.at("model").get<std::string>(), ANATOMY_CALIBRATION_CONFIGS);
-        const bytes budget{static_cast<std::uint64_t>(spec.at("budget_gib").get<double>() * 1073741824.0)};
+        const bytes budget = budget_of(spec);
         const shape s{.batch = spec.at("batch").get<std::uint64_t>(), .seq = spec.at("seq").get<std::uint64_t>()};
         // The replay's own verdict, past the refusal.
         const bool replayed = detail::batch_fits(estimator(model, r), s, s.batch, budget);
@@ -469,12 +487,11 @@ TEST_CASE("largest batches under a cap never exceed the measured ones, and equal
             const auto& spec = j.at("spec");
             INFO(j.at("case").get<std::string>());
             const model_spec model = model_named(spec.at("model").get<std::string>(), configs);
-            const bytes budget{static_cast<std::uint64_t>(spec.at("budget_gib").get<double>() * 1073741824.0)};
             const std::uint64_t measured = j.at("max_batch").get<std::uint64_t>();
-            recipe r = recipe_of(spec);
-            const auto targets = spec.value("lora_targets", std::vector<std::string>{});
-            for (std::size_t i = 0; i < targets.size(); ++i) r.lora.targets[i] = targets[i];
-            const std::uint64_t answer = max_batch(model, r, {.seq = spec.at("seq").get<std::uint64_t>()}, budget);
+            std::vector<std::string> targets;
+            const recipe r = recipe_with_targets(spec, targets);
+            const std::uint64_t answer =
+                max_batch(model, r, {.seq = spec.at("seq").get<std::uint64_t>()}, budget_of(spec));
             CHECK(answer <= measured);
             if (answer == measured) ++exact;
             ++searches;

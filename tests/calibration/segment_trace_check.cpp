@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
             summary = e;
             break;
         }
-        if (!e.is_array() || e.size() < 3 || e.size() > 4) return usage("an event is not [action, address, size] or [action, address, size, frames]");
+        if (!e.is_array() || e.size() != 3) return usage("an event is not [action, address, size]");
         ++events;
         const std::string action = e[0].get<std::string>();
         const auto address = e[1].get<std::uint64_t>();
