@@ -35,14 +35,14 @@ namespace detail {
 // replay reserves 14.45 GB, and at 7 x 2048 under a 24 GiB cap it ran out of
 // memory where the replay fits (tests/data/quantized-gc-fit-h200.jsonl).
 constexpr bool reserved_modelled(const recipe& r) {
-    return !is_zero(r.parallel) && !(r.grad_checkpointing && reentrant_checkpoint(r));
+    return !is_zero(r.parallel) && !reentrant_checkpoint(r);
 }
 
 constexpr void require_fit_modelled(const recipe& r) {
     require(!is_zero(r.parallel),
             "anatomy::max_batch: DeepSpeed ZeRO's reserved memory is not modelled (the replay reserves 10-16 % "
             "less than an H200 does); size a ZeRO run from its peak, leaving that headroom");
-    require(!(r.grad_checkpointing && reentrant_checkpoint(r)),
+    require(!reentrant_checkpoint(r),
             "anatomy::max_batch: the reentrant checkpoint's reserved memory is not modelled (an H200 reserved 16 % "
             "more than the replay for tinyllama NF4 LoRA, and ran out of memory at a batch the replay fits); "
             "checkpoint non-reentrantly (recipe::checkpoint = checkpoint_impl::non_reentrant; in PyTorch "

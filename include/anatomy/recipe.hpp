@@ -150,8 +150,10 @@ struct recipe {
 // Whether the step's output object lives through backward.
 constexpr bool keeps_outputs(const recipe& r) { return r.inference || r.loop == training_loop::plain; }
 
-// Whether a checkpointed layer's recompute reruns all of it (checkpoint_impl).
+// Whether layers are checkpointed reentrantly, so that a layer's recompute
+// reruns all of it (checkpoint_impl).
 constexpr bool reentrant_checkpoint(const recipe& r) {
+    if (!r.grad_checkpointing) return false;
     return r.checkpoint == checkpoint_impl::reentrant ||
            (r.checkpoint == checkpoint_impl::as_enabled && r.quantize != quantization::none &&
             r.loop != training_loop::hf_trainer);
