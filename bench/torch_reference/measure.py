@@ -1038,6 +1038,9 @@ def run_case(spec, args):
             import peft
             model = peft.prepare_model_for_kbit_training(model, use_gradient_checkpointing=bool(spec.get("gc")))
             qlora_info += ", prepare_model_for_kbit_training"
+            if spec.get("gc") == "nonreentrant":  # as transformers.Trainer turns it on again
+                model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+                qlora_info += ", non-reentrant checkpoint"
         torch.cuda.synchronize()
     else:
       try:

@@ -550,8 +550,9 @@ struct estimate_result {
     memory_estimate e;
     allocator_replay replay;
     bool fits = false;  // with a budget, by max-batch's test: set by with_fit
-    // The replay's reserved memory is not modelled for DeepSpeed ZeRO and
-    // the reentrant checkpoint (detail::require_fit_modelled): shown, but
+    // The replay's reserved memory is not modelled for DeepSpeed ZeRO, for
+    // checkpointing over a quantized base, and for the reentrant checkpoint
+    // (detail::require_fit_modelled): shown, but
     // marked with this note, how far off an H200 was; empty when modelled.
     std::string_view unmodelled_note;
 };
@@ -559,8 +560,10 @@ struct estimate_result {
 // The table's note on a reserved figure that is not modelled.
 inline std::string_view unmodelled_reserved_note(const recipe& r) {
     if (detail::reserved_modelled(r)) return {};
-    return is_zero(r.parallel) ? "(not modelled for DeepSpeed ZeRO: an H200 reserves 10-16 % more)"
-                               : "(not modelled for the reentrant checkpoint: an H200 reserved up to 16 % more)";
+    if (is_zero(r.parallel)) return "(not modelled for DeepSpeed ZeRO: an H200 reserves 10-16 % more)";
+    if (detail::quantized_checkpoint(r))
+        return "(not modelled for checkpointing over a quantized base: an H200 reserved up to 16 % more)";
+    return "(not modelled for the reentrant checkpoint: never measured outside a quantized base)";
 }
 
 // What the step takes of the card: the allocator's reserved memory, the
@@ -574,8 +577,7 @@ inline bytes device_need(const request& q, const estimate_result& x) {
           shape_text(q, with_batch));
 }
 
-// Fit checks refuse DeepSpeed ZeRO and the reentrant checkpoint, whose
-// reserved memory is not modelled.
+// Fit checks refuse what detail::reserved_modelled says is not modelled.
 inline void require_fit_modelled(const request& q) {
     try {
         detail::require_fit_modelled(q.make_recipe());

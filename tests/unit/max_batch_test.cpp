@@ -162,33 +162,37 @@ TEST_CASE("max_batch and fits_under refuse DeepSpeed ZeRO, whose reserved memory
     CHECK(max_batch(presets::gpt2, ddp, {.seq = 256}, 40 * GiB) > 0);
 }
 
-TEST_CASE("max_batch and fits_under refuse the reentrant checkpoint, whose reserved memory is not modelled",
+TEST_CASE("max_batch and fits_under refuse checkpointing over a quantized base, and the reentrant checkpoint",
           "[max_batch][errors]") {
-    // tinyllama NF4 LoRA checkpointed as peft leaves it (reentrant): at 7 x
-    // 2048 under a 24 GiB cap the H200 ran out of memory where the replay
-    // fits (tests/data/quantized-gc-fit-h200.jsonl).
+    // tinyllama NF4 LoRA checkpointed, reentrant as peft leaves it or not:
+    // at 7 x 2048 under a 24 GiB cap the H200 ran out of memory where the
+    // replay fits (tests/data/quantized-gc-fit-h200.jsonl).
     recipe qlora{.weights = dtype::fp32, .grad_checkpointing = true, .quantize = quantization::nf4};
     qlora.lora.rank = 8;
     qlora.lora.targets[0] = "q_proj";
     qlora.lora.targets[1] = "v_proj";
-    REQUIRE(reentrant_checkpoint(qlora));
+    for (const checkpoint_impl impl : {checkpoint_impl::as_enabled, checkpoint_impl::non_reentrant}) {
+        qlora.checkpoint = impl;
+        CHECK_THROWS_WITH(max_batch(presets::tinyllama_1_1b, qlora, {.seq = 2048}, 24 * GiB),
+                          Catch::Contains("checkpointing over a quantized base is not modelled"));
+        CHECK_THROWS_WITH(fits_under(presets::tinyllama_1_1b, qlora, {.batch = 7, .seq = 2048}, 24 * GiB),
+                          Catch::Contains("or ask without grad_checkpointing"));
+    }
+    qlora.loop = training_loop::hf_trainer;  // the Trainer's non-reentrant one too
     CHECK_THROWS_WITH(max_batch(presets::tinyllama_1_1b, qlora, {.seq = 2048}, 24 * GiB),
-                      Catch::Contains("the reentrant checkpoint's reserved memory is not modelled"));
-    CHECK_THROWS_WITH(fits_under(presets::tinyllama_1_1b, qlora, {.batch = 7, .seq = 2048}, 24 * GiB),
-                      Catch::Contains("checkpoint_impl::non_reentrant"));
+                      Catch::Contains("checkpointing over a quantized base is not modelled"));
+    // The reentrant checkpoint was measured only over a quantized base.
     recipe reentrant{.weights = dtype::bf16, .grad_checkpointing = true};
     reentrant.checkpoint = checkpoint_impl::reentrant;
     CHECK_THROWS_WITH(max_batch(presets::tinyllama_1_1b, reentrant, {.seq = 2048}, 24 * GiB),
-                      Catch::Contains("the reentrant checkpoint's reserved memory is not modelled"));
-    // The twins: the same step checkpointed non-reentrantly, explicitly or
-    // as transformers.Trainer turns it on again.
-    recipe non_reentrant = qlora;
-    non_reentrant.checkpoint = checkpoint_impl::non_reentrant;
-    CHECK(max_batch(presets::tinyllama_1_1b, non_reentrant, {.seq = 2048}, 24 * GiB) > 0);
-    recipe trainer = qlora;
-    trainer.loop = training_loop::hf_trainer;
-    CHECK(max_batch(presets::tinyllama_1_1b, trainer, {.seq = 2048}, 24 * GiB) > 0);
-    recipe unchecked = qlora;  // no checkpoint at all
+                      Catch::Contains("checkpoint_impl::non_reentrant"));
+    // The twins: the quantized base without checkpointing, and the plain base
+    // checkpointed non-reentrantly.
+    recipe unchecked = qlora;
     unchecked.grad_checkpointing = false;
+    unchecked.checkpoint = checkpoint_impl::as_enabled;
     CHECK(max_batch(presets::tinyllama_1_1b, unchecked, {.seq = 1024}, 24 * GiB) > 0);
+    recipe plain = reentrant;
+    plain.checkpoint = checkpoint_impl::as_enabled;
+    CHECK(max_batch(presets::tinyllama_1_1b, plain, {.seq = 2048}, 24 * GiB) > 0);
 }
