@@ -16,6 +16,7 @@
 
 #include <anatomy/allocator.hpp>
 #include <anatomy/bytes.hpp>
+#include <anatomy/detail/growing_vector.hpp>
 #include <anatomy/error.hpp>
 
 #include <array>
@@ -94,8 +95,8 @@ struct allocator_event {
     block_use use{};       // allocate
 };
 struct allocator_tape {
-    std::vector<allocator_event> events;  // 16 bytes each: a llama-3-8b step is about 7,000
-    std::vector<const char*> names;
+    detail::growing_vector<allocator_event> events;  // 16 bytes each: a llama-3-8b step is about 7,000
+    detail::growing_vector<const char*> names;
     std::size_t allocations = 0;
     // Whether the tape stands alone: false when the walk freed a block it did
     // not allocate, which a replay could not name.
@@ -139,19 +140,21 @@ public:
         if (splits(small, rest)) {
             const std::size_t tail = add_block({.size = rest, .segment = blocks_[b].segment,
                                                 .offset = blocks_[b].offset + size, .small = small, .free = true});
-            blocks_[b].size = size;
+            block* bs = blocks_.data();  // after add_block, which may grow the blocks
+            bs[b].size = size;
             // keep segment order: tail follows b
-            blocks_[tail].next = blocks_[b].next;
-            blocks_[tail].prev = b;
-            if (blocks_[b].next != none) blocks_[blocks_[b].next].prev = tail;
-            blocks_[b].next = tail;
+            bs[tail].next = bs[b].next;
+            bs[tail].prev = b;
+            if (bs[b].next != none) bs[bs[b].next].prev = tail;
+            bs[b].next = tail;
         }
-        blocks_[b].free = false;
-        blocks_[b].owner = owner;
-        blocks_[b].use = use;
-        blocks_[b].tape_ordinal = ordinal;
-        allocated_ += blocks_[b].size;
-        used_[static_cast<std::size_t>(use)] += blocks_[b].size;
+        block& taken = blocks_[b];
+        taken.free = false;
+        taken.owner = owner;
+        taken.use = use;
+        taken.tape_ordinal = ordinal;
+        allocated_ += taken.size;
+        used_[static_cast<std::size_t>(use)] += taken.size;
         if (allocated_ > peak_allocated_) peak_allocated_ = allocated_;
         sample();
         return b;
@@ -181,11 +184,12 @@ public:
     constexpr void play(const allocator_tape& tape) {
         detail::require(tape.self_contained && tape_ == nullptr,
                         "anatomy::caching_allocator::play: the tape frees blocks it does not name, or is being written");
-        std::vector<block_id> placed(tape.allocations, no_block);
-        std::size_t next = 0;
+        detail::growing_vector<block_id> placed;
+        placed.reserve(tape.allocations);
+        block_id* at = placed.data();
         for (const allocator_event& e : tape.events) {
             switch (e.call) {
-                case allocator_call::allocate: placed[next++] = allocate(bytes{e.value}, e.owner, e.use); break;
+                case allocator_call::allocate: *at++ = allocate(bytes{e.value}, e.owner, e.use); break;
                 case allocator_call::release: release(placed[e.value]); break;
                 case allocator_call::release_all: release_all(e.owner); break;
                 case allocator_call::mark: mark(tape.names[e.value]); break;
@@ -199,8 +203,9 @@ public:
         if (id >= blocks_.size() || blocks_[id].free || blocks_[id].dead)
             throw error("anatomy::caching_allocator::release: the block is not live; a tensor was freed twice");
         if (tape_ != nullptr) {
-            if (blocks_[id].tape_ordinal == untaped) tape_->self_contained = false;
-            tape_->events.push_back({.value = blocks_[id].tape_ordinal, .call = allocator_call::release});
+            const std::size_t ordinal = blocks_[id].tape_ordinal;
+            if (ordinal == untaped) tape_->self_contained = false;
+            tape_->events.push_back({.value = ordinal, .call = allocator_call::release});
         }
         free_block(id);
         sample();
@@ -210,8 +215,10 @@ public:
     // neighbours merge into the same blocks whichever is freed first.
     constexpr void release_all(tensor_owner owner) {
         if (tape_ != nullptr) tape_->events.push_back({.call = allocator_call::release_all, .owner = owner});
-        for (std::size_t b = 0; b < blocks_.size(); ++b)
-            if (!blocks_[b].dead && !blocks_[b].free && blocks_[b].owner == owner) free_block(b);
+        for (std::size_t b = 0; b < blocks_.size(); ++b) {
+            const block& x = blocks_[b];
+            if (!x.dead && !x.free && x.owner == owner) free_block(b);
+        }
         sample();
     }
 
@@ -237,7 +244,7 @@ public:
     // How many free blocks the pools cache.
     constexpr std::size_t cached_blocks() const {
         std::size_t n = 0;
-        for (const std::array<class_list, size_classes>& pool : free_)
+        for (const auto& pool : free_)
             for (const class_list& list : pool) n += list.size();
         return n;
     }
@@ -304,7 +311,7 @@ private:
     // classes in order are the pool in order.
     static constexpr std::size_t size_classes = 4 * 56;  // sizes below 2^64 in 512-B units
     static constexpr std::size_t class_words = (size_classes + 63) / 64;
-    using class_list = std::vector<std::size_t>;
+    using class_list = detail::growing_vector<std::size_t>;
 
     static constexpr std::size_t size_class(std::uint64_t size) {
         const std::uint64_t units = size / allocator_min_block.count;  // >= 1: blocks are 512-B multiples
@@ -312,20 +319,20 @@ private:
         const std::uint64_t quarter = top >= 2 ? (units >> (top - 2)) & 3u : (units << (2 - top)) & 3u;
         return static_cast<std::size_t>(4 * top + quarter);
     }
-    constexpr bool before(std::size_t a, std::size_t b) const {
-        const block& x = blocks_[a];
-        const block& y = blocks_[b];
+    static constexpr bool before(const block& x, const block& y) {
         if (x.size != y.size) return x.size < y.size;
         if (x.segment != y.segment) return x.segment > y.segment;  // a newer segment lies lower
         return x.offset < y.offset;
     }
     // The first position in `list` whose block is not before block b.
     constexpr std::size_t position_of(const class_list& list, std::size_t b) const {
+        const block* bs = blocks_.data();
+        const std::size_t* ids = list.data();
         std::size_t lo = 0;
         std::size_t hi = list.size();
         while (lo < hi) {
             const std::size_t mid = lo + (hi - lo) / 2;
-            if (before(list[mid], b)) lo = mid + 1;
+            if (before(bs[ids[mid]], bs[b])) lo = mid + 1;
             else hi = mid;
         }
         return lo;
@@ -339,7 +346,7 @@ private:
         const bool small = blocks_[b].small;
         const std::size_t c = size_class(blocks_[b].size);
         class_list& list = free_[small ? 1 : 0][c];
-        list.insert(list.begin() + static_cast<std::ptrdiff_t>(position_of(list, b)), b);
+        list.insert(position_of(list, b), b);
         if (list.size() == 1) mark_class(small, c, true);
     }
     constexpr void unlist_free(std::size_t b) {
@@ -347,12 +354,12 @@ private:
         const std::size_t c = size_class(blocks_[b].size);
         class_list& list = free_[small ? 1 : 0][c];
         const std::size_t i = position_of(list, b);
-        if (i < list.size() && list[i] == b) list.erase(list.begin() + static_cast<std::ptrdiff_t>(i));
+        if (i < list.size() && list[i] == b) list.erase(i);
         if (list.empty()) mark_class(small, c, false);
     }
     // The first occupied class of the pool at or above `c`; size_classes if none.
     constexpr std::size_t occupied_from(bool small, std::size_t c) const {
-        const std::array<std::uint64_t, class_words>& words = occupied_[small ? 1 : 0];
+        const std::uint64_t* words = occupied_[small ? 1 : 0];
         for (std::size_t w = c / 64; w < class_words; ++w) {
             const std::uint64_t word = w == c / 64 ? words[w] & (~std::uint64_t{0} << (c % 64)) : words[w];
             if (word != 0) return 64 * w + static_cast<std::size_t>(std::countr_zero(word));
@@ -366,11 +373,13 @@ private:
     constexpr std::size_t best_fit(std::uint64_t size, bool small) {
         std::size_t c = size_class(size);
         class_list* list = &free_[small ? 1 : 0][c];
+        const block* bs = blocks_.data();
+        const std::size_t* ids = list->data();
         std::size_t lo = 0;
         std::size_t hi = list->size();
         while (lo < hi) {
             const std::size_t mid = lo + (hi - lo) / 2;
-            if (blocks_[(*list)[mid]].size < size) lo = mid + 1;
+            if (bs[ids[mid]].size < size) lo = mid + 1;
             else hi = mid;
         }
         if (lo == list->size()) {
@@ -380,7 +389,7 @@ private:
             lo = 0;
         }
         const std::size_t b = (*list)[lo];
-        list->erase(list->begin() + static_cast<std::ptrdiff_t>(lo));
+        list->erase(lo);
         if (list->empty()) mark_class(small, c, false);
         return b;
     }
@@ -392,32 +401,33 @@ private:
     }
     constexpr void record_sample() {
         memory_sample s{};
-        for (std::size_t i = 0; i < used_.size(); ++i) s.allocated[i] = bytes{used_[i]};
+        for (std::size_t i = 0; i < block_use_count; ++i) s.allocated[i] = bytes{used_[i]};
         s.reserved = bytes{reserved_};
         timeline_->samples.push_back(s);
     }
 
     constexpr void free_block(std::size_t b) {
-        allocated_ -= blocks_[b].size;
-        used_[static_cast<std::size_t>(blocks_[b].use)] -= blocks_[b].size;
-        blocks_[b].free = true;
+        block* bs = blocks_.data();  // no block is added below
+        allocated_ -= bs[b].size;
+        used_[static_cast<std::size_t>(bs[b].use)] -= bs[b].size;
+        bs[b].free = true;
         // Merge with free neighbours in the same segment.
-        const std::size_t next = blocks_[b].next;
-        if (next != none && blocks_[next].free) {
+        const std::size_t next = bs[b].next;
+        if (next != none && bs[next].free) {
             unlist_free(next);
-            blocks_[b].size += blocks_[next].size;
-            blocks_[b].next = blocks_[next].next;
-            if (blocks_[next].next != none) blocks_[blocks_[next].next].prev = b;
-            blocks_[next].dead = true;
+            bs[b].size += bs[next].size;
+            bs[b].next = bs[next].next;
+            if (bs[next].next != none) bs[bs[next].next].prev = b;
+            bs[next].dead = true;
             spare_.push_back(next);
         }
-        const std::size_t prev = blocks_[b].prev;
-        if (prev != none && blocks_[prev].free) {
+        const std::size_t prev = bs[b].prev;
+        if (prev != none && bs[prev].free) {
             unlist_free(prev);
-            blocks_[prev].size += blocks_[b].size;
-            blocks_[prev].next = blocks_[b].next;
-            if (blocks_[b].next != none) blocks_[blocks_[b].next].prev = prev;
-            blocks_[b].dead = true;
+            bs[prev].size += bs[b].size;
+            bs[prev].next = bs[b].next;
+            if (bs[b].next != none) bs[bs[b].next].prev = prev;
+            bs[b].dead = true;
             spare_.push_back(b);
             list_free(prev);
             return;
@@ -433,15 +443,16 @@ private:
                 std::size_t kept = 0;
                 for (std::size_t i = 0; i < list.size(); ++i) {
                     const std::size_t b = list[i];
-                    if (blocks_[b].prev == none && blocks_[b].next == none) {
-                        reserved_ -= blocks_[b].size;
-                        blocks_[b].dead = true;
+                    block& x = blocks_[b];
+                    if (x.prev == none && x.next == none) {
+                        reserved_ -= x.size;
+                        x.dead = true;
                         spare_.push_back(b);
                     } else {
                         list[kept++] = b;
                     }
                 }
-                list.resize(kept);
+                list.truncate(kept);
                 if (kept == 0) mark_class(pool == 1, c, false);
             }
     }
@@ -453,12 +464,14 @@ private:
     std::uint64_t peak_reserved_ = 0;
     std::uint64_t segments_ = 0;
     bool out_of_memory_ = false;
-    std::vector<block> blocks_;
+    // Built-in arrays and growing_vector: cheap in constant evaluation,
+    // where a replay must fit g++'s operation limit (growing_vector.hpp).
+    detail::growing_vector<block> blocks_;
     // The large pool's free blocks, then the small pool's, by size class.
-    std::array<std::array<class_list, size_classes>, 2> free_;
-    std::array<std::array<std::uint64_t, class_words>, 2> occupied_{};  // bit c: class c holds a block
-    std::vector<std::size_t> spare_;
-    std::array<std::uint64_t, block_use_count> used_{};  // allocated bytes by block_use
+    class_list free_[2][size_classes];
+    std::uint64_t occupied_[2][class_words]{};  // bit c: class c holds a block
+    detail::growing_vector<std::size_t> spare_;
+    std::uint64_t used_[block_use_count]{};  // allocated bytes by block_use
     memory_timeline* timeline_ = nullptr;
     allocator_tape* tape_ = nullptr;
 

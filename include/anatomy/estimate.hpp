@@ -801,11 +801,11 @@ private:
     block_id previous_block_ = no_block;
     bytes held_embedding_{};
     block_id held_embedding_block_ = no_block;
-    std::vector<block_id> recorded_;  // walk_blocks::push_to of every layer walked forward
+    growing_vector<block_id> recorded_;  // walk_blocks::push_to of every layer walked forward
     // What the step's autograd graph keeps past its kernels' backward
     // (kernel::saved_with_graph), freed when the backward ends.
     bytes graph_kept_{};
-    std::vector<block_id> graph_kept_blocks_;
+    growing_vector<block_id> graph_kept_blocks_;
 };
 
 constexpr step_peaks walk_step(const op_graph& graph, const model_spec& m, const recipe& r, const shape& s,

@@ -16,6 +16,7 @@
 #include <anatomy/allocator.hpp>
 #include <anatomy/bytes.hpp>
 #include <anatomy/caching_allocator.hpp>
+#include <anatomy/detail/growing_vector.hpp>
 #include <anatomy/graph.hpp>
 #include <anatomy/kernels.hpp>
 
@@ -101,30 +102,31 @@ struct walk_blocks {
     // Those of a stage of `n` kernels, appended to `out` (a stack of the
     // layers walked forward: the replay keeps only what it uses), and taken
     // back off it for the layer's backward. The stage input's block is last.
-    constexpr void push_to(std::vector<block_id>& out, std::size_t n) const {
+    constexpr void push_to(growing_vector<block_id>& out, std::size_t n) const {
+        const std::size_t at = out.size();
+        out.extend(3 * n + 2);
+        block_id* to = out.data() + at;
         for (std::size_t i = 0; i < n; ++i) {
-            out.push_back(tensor[i]);
-            out.push_back(extra[i]);
-            out.push_back(weight[i]);
+            *to++ = tensor[i];
+            *to++ = extra[i];
+            *to++ = weight[i];
         }
-        out.push_back(tensor[index_of(encoder_slot)]);
-        out.push_back(tensor[index_of(input_slot)]);
+        *to++ = tensor[index_of(encoder_slot)];
+        *to = tensor[index_of(input_slot)];
     }
     // What push_to recorded for a stage of `n` kernels, dropped unread.
-    static constexpr void drop_from(std::vector<block_id>& in, std::size_t n) { in.resize(in.size() - (3 * n + 2)); }
-    constexpr void pop_from(std::vector<block_id>& in, std::size_t n) {
-        tensor[index_of(input_slot)] = in.back();
-        in.pop_back();
-        tensor[index_of(encoder_slot)] = in.back();
-        in.pop_back();
-        for (std::size_t i = n; i-- > 0;) {
-            weight[i] = in.back();
-            in.pop_back();
-            extra[i] = in.back();
-            in.pop_back();
-            tensor[i] = in.back();
-            in.pop_back();
+    static constexpr void drop_from(growing_vector<block_id>& in, std::size_t n) { in.truncate(in.size() - (3 * n + 2)); }
+    constexpr void pop_from(growing_vector<block_id>& in, std::size_t n) {
+        const std::size_t at = in.size() - (3 * n + 2);
+        const block_id* from = in.data() + at;
+        for (std::size_t i = 0; i < n; ++i) {
+            tensor[i] = *from++;
+            extra[i] = *from++;
+            weight[i] = *from++;
         }
+        tensor[index_of(encoder_slot)] = *from++;
+        tensor[index_of(input_slot)] = *from;
+        in.truncate(at);
     }
 };
 
@@ -252,7 +254,7 @@ public:
     // The blocks the forward left for backward, and the block of the stage output.
     constexpr const walk_blocks& blocks() const { return blocks_; }
     // Takes the blocks push_to recorded for this stage back off `recorded`.
-    constexpr void restore_from(std::vector<block_id>& recorded) { blocks_.pop_from(recorded, kernels_.size()); }
+    constexpr void restore_from(growing_vector<block_id>& recorded) { blocks_.pop_from(recorded, kernels_.size()); }
     constexpr block_id output_block() const { return blocks_.tensor[index_of(root_of(output_))]; }
     constexpr block_id input_block() const { return blocks_.tensor[index_of(input_slot)]; }
     // After backward: the block of the stage input's gradient.

@@ -55,6 +55,29 @@ static_assert(replay_allocator(presets::tinybert, {}, {.batch = 2, .seq = 64}).p
 static_assert(estimator(presets::tinybert, {}).estimate({.batch = 2, .seq = 64}).peak ==
               estimate(presets::tinybert, {}, {.batch = 2, .seq = 64}).peak);
 static_assert(detail::largest_batch_from(3, 0, 1000, [](std::uint64_t b) { return b <= 700; }) == 700);
+// The allocator's free lists and tapes are growing_vectors: inserts and
+// erases anywhere, through several growths, agree with std::vector's.
+static_assert([] {
+    detail::growing_vector<int> grown;
+    std::vector<int> plain;
+    for (int i = 0; i < 40; ++i) {
+        const std::size_t at = static_cast<std::size_t>(i * 7) % (plain.size() + 1);
+        grown.insert(at, i);
+        plain.insert(plain.begin() + static_cast<std::ptrdiff_t>(at), i);
+        if (i % 3 == 2) {
+            const std::size_t gone = static_cast<std::size_t>(i) % plain.size();
+            grown.erase(gone);
+            plain.erase(plain.begin() + static_cast<std::ptrdiff_t>(gone));
+        }
+    }
+    grown.extend(2);
+    grown[grown.size() - 1] = grown[grown.size() - 2] = -1;
+    plain.insert(plain.end(), 2, -1);
+    if (grown.size() != plain.size()) return false;
+    for (std::size_t i = 0; i < plain.size(); ++i)
+        if (grown[i] != plain[i]) return false;
+    return true;
+}());
 
 // The CUDA driver as measured on an H200: whole 2 MiB pages from 2 MiB up,
 // 512-byte slots of shared pool pages below.
