@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -59,6 +60,7 @@ public:
         move_elements(d + at + 1, d + at, size_ - at - 1, towards::front);
         --size_;
     }
+    // Room for `n` elements at least; growing, at least doubles.
     constexpr void reserve(std::size_t n) {
         if (n > store_.size()) grow_to(n > 2 * store_.size() ? n : 2 * store_.size());
     }
@@ -70,11 +72,11 @@ private:
     // into two arrays.
     enum class towards : bool { front, end };
     static constexpr void move_elements(const T* from, T* to, std::size_t n, towards direction) {
+        if (n == 0) return;
         if (n == 1) {
-            *to = *from;
-        } else if (n == 0) {
+            *to = *from;  // most moves in the free lists: no call (libstdc++'s move does the same)
         } else if (!std::is_constant_evaluated()) {
-            __builtin_memmove(to, from, n * sizeof(T));  // what std::vector's insert and erase call
+            std::memmove(to, from, n * sizeof(T));  // what std::vector's insert and erase call
         } else if (direction == towards::end) {
             for (std::size_t i = n; i-- > 0;) to[i] = from[i];
         } else {
