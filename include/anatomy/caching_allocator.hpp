@@ -184,8 +184,8 @@ public:
     constexpr void play(const allocator_tape& tape) {
         detail::require(tape.self_contained && tape_ == nullptr,
                         "anatomy::caching_allocator::play: the tape frees blocks it does not name, or is being written");
-        detail::growing_vector<block_id> placed;
-        placed.reserve(tape.allocations);
+        detail::growing_vector<block_id> placed;  // by the tape's allocation ordinal
+        placed.extend(tape.allocations);
         block_id* at = placed.data();
         for (const allocator_event& e : tape.events) {
             switch (e.call) {
