@@ -559,11 +559,15 @@ struct estimate_result {
 
 // The table's note on a reserved figure that is not modelled.
 inline std::string_view unmodelled_reserved_note(const recipe& r) {
-    if (detail::reserved_modelled(r)) return {};
-    if (is_zero(r.parallel)) return "(not modelled for DeepSpeed ZeRO: an H200 reserves 10-16 % more)";
-    if (detail::quantized_checkpoint(r))
-        return "(not modelled for checkpointing over a quantized base: an H200 reserved up to 16 % more)";
-    return "(not modelled for the reentrant checkpoint: never measured outside a quantized base)";
+    switch (detail::reserved_gap_of(r)) {
+        case detail::reserved_gap::none: break;
+        case detail::reserved_gap::zero: return "(not modelled for DeepSpeed ZeRO: an H200 reserves 10-16 % more)";
+        case detail::reserved_gap::quantized_checkpoint:
+            return "(not modelled for checkpointing over a quantized base: an H200 reserved up to 16 % more)";
+        case detail::reserved_gap::reentrant_checkpoint:
+            return "(not modelled for the reentrant checkpoint: never measured outside a quantized base)";
+    }
+    return {};
 }
 
 // What the step takes of the card: the allocator's reserved memory, the

@@ -26,7 +26,7 @@ constexpr bytes cublas_workspace(const recipe& r, const device_profile& device =
 
 namespace detail {
 
-// A fit is the replayed allocator's verdict, and two recipes' reserved
+// A fit is the replayed allocator's verdict, and three recipes' reserved
 // memory is not modelled. DeepSpeed's: in a fresh process on the H200,
 // ZeRO-1, 2 and 3 reserved 30.96, 30.92 and 31.94 GB for tinyllama at
 // 2 x 1024 where the replay reserves 25.86, 25.86 and 28.03 GB (its
@@ -36,27 +36,39 @@ namespace detail {
 // memory where the replay fits, reentrant or not
 // (tests/data/quantized-gc-fit-h200.jsonl). The reentrant checkpoint was
 // measured nowhere else.
-constexpr bool quantized_checkpoint(const recipe& r) {
-    return r.grad_checkpointing && r.quantize != quantization::none;
+enum class reserved_gap : std::uint8_t { none, zero, quantized_checkpoint, reentrant_checkpoint };
+// What keeps a recipe's reserved memory from being modelled: what the fit
+// checks refuse, and the CLI marks.
+constexpr reserved_gap reserved_gap_of(const recipe& r) {
+    if (is_zero(r.parallel)) return reserved_gap::zero;
+    if (r.grad_checkpointing && r.quantize != quantization::none) return reserved_gap::quantized_checkpoint;
+    if (reentrant_checkpoint(r)) return reserved_gap::reentrant_checkpoint;
+    return reserved_gap::none;
 }
-constexpr bool reserved_modelled(const recipe& r) {
-    return !is_zero(r.parallel) && !quantized_checkpoint(r) && !reentrant_checkpoint(r);
-}
+constexpr bool reserved_modelled(const recipe& r) { return reserved_gap_of(r) == reserved_gap::none; }
 
+// Each refusal is its own require call with its message as a literal: a
+// compile-time error prints the call, so the message shows.
 constexpr void require_fit_modelled(const recipe& r) {
-    require(!is_zero(r.parallel),
-            "anatomy::max_batch: DeepSpeed ZeRO's reserved memory is not modelled (the replay reserves 10-16 % "
-            "less than an H200 does); size a ZeRO run from its peak, leaving that headroom");
-    require(!quantized_checkpoint(r),
-            "anatomy::max_batch: the reserved memory of gradient checkpointing over a quantized base is not modelled "
-            "(an H200 reserved 16 % more than the replay for tinyllama NF4 LoRA, and ran out of memory at a batch the "
-            "replay fits, with either checkpoint implementation); size the run from its peak, leaving that headroom, "
-            "or ask without grad_checkpointing");
-    require(!reentrant_checkpoint(r),
-            "anatomy::max_batch: the reentrant checkpoint's reserved memory is not modelled (it was measured only over "
-            "a quantized base, where fit verdicts were wrong); checkpoint non-reentrantly "
-            "(recipe::checkpoint = checkpoint_impl::non_reentrant; in PyTorch "
-            "gradient_checkpointing_kwargs={\"use_reentrant\": False}), or size the run from its peak, leaving headroom");
+    switch (reserved_gap_of(r)) {
+        case reserved_gap::none: return;
+        case reserved_gap::zero:
+            return require(false, "anatomy::max_batch: DeepSpeed ZeRO's reserved memory is not modelled (the replay "
+                                  "reserves 10-16 % less than an H200 does); size a ZeRO run from its peak, leaving "
+                                  "that headroom");
+        case reserved_gap::quantized_checkpoint:
+            return require(false, "anatomy::max_batch: the reserved memory of gradient checkpointing over a quantized "
+                                  "base is not modelled (an H200 reserved 16 % more than the replay for tinyllama NF4 "
+                                  "LoRA, and ran out of memory at a batch the replay fits, with either checkpoint "
+                                  "implementation); size the run from its peak, leaving that headroom, or ask without "
+                                  "grad_checkpointing");
+        case reserved_gap::reentrant_checkpoint:
+            return require(false, "anatomy::max_batch: the reentrant checkpoint's reserved memory is not modelled (it "
+                                  "was measured only over a quantized base, where fit verdicts were wrong); checkpoint "
+                                  "non-reentrantly (recipe::checkpoint = checkpoint_impl::non_reentrant; in PyTorch "
+                                  "gradient_checkpointing_kwargs={\"use_reentrant\": False}), or size the run from its "
+                                  "peak, leaving headroom");
+    }
 }
 
 // Whether `batch` runs under a cap of `budget` (set_per_process_memory_fraction)
