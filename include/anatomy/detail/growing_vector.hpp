@@ -2,9 +2,9 @@
 //
 // In constant evaluation every std::vector member is a chain of function
 // calls that g++ counts against -fconstexpr-ops-limit, with libstdc++'s
-// assertions on: a subscript costs about 60 operations, push_back with
-// pop_back 378, an insert at the front with its erase 1,860 (measured by
-// bisection of the limit, bench/constexpr_ops.sh). A replay makes tens of
+// assertions on: a statement with two subscripts costs about 60
+// operations, push_back with pop_back 378, an insert at the front with its
+// erase 1,860 (bench/constexpr_vector_costs.sh). A replay makes tens of
 // thousands of such calls. This vector keeps its own length and reads and
 // writes its elements through a pointer; the std::vector beneath is touched
 // only to grow, which doubles it. At run time it is a plain array.
