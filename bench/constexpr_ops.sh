@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # The operations one constant evaluation takes, as g++ counts them for
-# -fconstexpr-ops-limit: the smallest limit under which FILE still compiles,
-# found by bisection (within 1 %). FILE's largest constant evaluation sets it.
+# -fconstexpr-ops-limit (clang: steps, for -fconstexpr-steps): the smallest
+# limit under which FILE still compiles, found by bisection (within 1 %).
+# FILE's largest constant evaluation sets it.
 #
 #   bench/constexpr_ops.sh FILE
 #
-# Environment: CXX (default g++), ANATOMY_INCLUDE (default the tree's include/).
+# Environment: CXX (default g++; a clang++ counts steps), ANATOMY_INCLUDE (default the tree's include/).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cxx=${CXX:-g++}
-compiles() { "$cxx" -std=c++20 -fsyntax-only -I"${ANATOMY_INCLUDE:-$root/include}" -fconstexpr-ops-limit="$1" "$2" 2>/dev/null; }
+limit=-fconstexpr-ops-limit
+[[ $("$cxx" --version) == *clang* ]] && limit=-fconstexpr-steps
+compiles() { "$cxx" -std=c++20 -fsyntax-only -I"${ANATOMY_INCLUDE:-$root/include}" "$limit=$1" "$2" 2>/dev/null; }
 lo=1 hi=$((1 << 30))
-compiles "$hi" "$1" || { echo "constexpr_ops.sh: $1 does not compile even at -fconstexpr-ops-limit=$hi" >&2; exit 2; }
+compiles "$hi" "$1" || { echo "constexpr_ops.sh: $1 does not compile even at $limit=$hi" >&2; exit 2; }
 while ((hi - lo > lo / 100 + 1)); do
     mid=$(((lo + hi) / 2))
     if compiles "$mid" "$1"; then hi=$mid; else lo=$mid; fi
