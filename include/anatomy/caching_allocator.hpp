@@ -112,13 +112,16 @@ public:
     static constexpr std::uint64_t round_large = 2 * 1024 * 1024;    // kRoundLarge
 
     // `cap` 0: no cap.
-    constexpr explicit caching_allocator(bytes cap = {}) : cap_(cap.count) {}
+    constexpr explicit caching_allocator(bytes cap = {}) : cap_(cap.count) {
+        for (auto& pool : first_free_)
+            for (std::size_t& first : pool) first = none;
+    }
 
     // Returns the block that holds the tensor: no_block for an empty request,
     // and when the request cannot be met under the cap (an OOM).
     constexpr block_id allocate(bytes request, tensor_owner owner) { return allocate(request, owner, default_use(owner)); }
     constexpr block_id allocate(bytes request, tensor_owner owner, block_use use) {
-        const std::size_t ordinal = tape_allocation(request, owner, use);
+        const std::size_t ordinal = tape_ != nullptr ? tape_allocation(request, owner, use) : untaped;
         // After a request failed the replay has its answer; the rest is not simulated.
         if (request.count == 0 || out_of_memory_) return no_block;
         const std::uint64_t size = block_size(request).count;
@@ -135,20 +138,22 @@ public:
             }
             b = new_segment(segment, small);
         }
+        block* bs = blocks_.data();
         // Split when the remainder is worth keeping.
-        const std::uint64_t rest = blocks_[b].size - size;
-        if (splits(small, rest)) {
-            const std::size_t tail = add_block({.size = rest, .segment = blocks_[b].segment,
-                                                .offset = blocks_[b].offset + size, .small = small, .free = true});
-            block* bs = blocks_.data();  // after add_block, which may grow the blocks
-            bs[b].size = size;
-            // keep segment order: tail follows b
-            bs[tail].next = bs[b].next;
-            bs[tail].prev = b;
-            if (bs[b].next != none) bs[bs[b].next].prev = tail;
-            bs[b].next = tail;
+        const std::uint64_t rest = bs[b].size - size;
+        if (small ? rest >= allocator_min_block.count : rest > small_size) {
+            const std::size_t tail = add_block();
+            bs = blocks_.data();  // add_block may grow the blocks
+            block& head = bs[b];
+            // The tail follows the head in its segment.
+            bs[tail] = {.size = rest, .segment = head.segment, .offset = head.offset + size, .small = small,
+                        .prev = b, .next = head.next};
+            if (head.next != none) bs[head.next].prev = tail;
+            head.size = size;
+            head.next = tail;
+            list_free(tail);
         }
-        block& taken = blocks_[b];
+        block& taken = bs[b];
         taken.free = false;
         taken.owner = owner;
         taken.use = use;
@@ -156,7 +161,7 @@ public:
         allocated_ += taken.size;
         used_[static_cast<std::size_t>(use)] += taken.size;
         if (allocated_ > peak_allocated_) peak_allocated_ = allocated_;
-        sample();
+        if (timeline_ != nullptr) record_sample();
         return b;
     }
 
@@ -200,26 +205,27 @@ public:
     // Frees the tensor that allocate() placed in `id` (no_block: nothing).
     constexpr void release(block_id id) {
         if (id == no_block) return;
-        if (id >= blocks_.size() || blocks_[id].free || blocks_[id].dead)
+        const block* x = id < blocks_.size() ? blocks_.data() + id : nullptr;
+        if (x == nullptr || x->free || x->dead)
             throw error("anatomy::caching_allocator::release: the block is not live; a tensor was freed twice");
         if (tape_ != nullptr) {
-            const std::size_t ordinal = blocks_[id].tape_ordinal;
+            const std::size_t ordinal = x->tape_ordinal;
             if (ordinal == untaped) tape_->self_contained = false;
             tape_->events.push_back({.value = ordinal, .call = allocator_call::release});
         }
         free_block(id);
-        sample();
+        if (timeline_ != nullptr) record_sample();
     }
 
     // Frees every live block of `owner`. The order does not matter: free
     // neighbours merge into the same blocks whichever is freed first.
     constexpr void release_all(tensor_owner owner) {
         if (tape_ != nullptr) tape_->events.push_back({.call = allocator_call::release_all, .owner = owner});
-        for (std::size_t b = 0; b < blocks_.size(); ++b) {
-            const block& x = blocks_[b];
-            if (!x.dead && !x.free && x.owner == owner) free_block(b);
-        }
-        sample();
+        const block* bs = blocks_.data();  // free_block adds no block
+        const std::size_t n = blocks_.size();
+        for (std::size_t b = 0; b < n; ++b)
+            if (!bs[b].dead && !bs[b].free && bs[b].owner == owner) free_block(b);
+        if (timeline_ != nullptr) record_sample();
     }
 
     // Blocks of live segments add up to the reserved bytes, and the free list
@@ -244,8 +250,9 @@ public:
     // How many free blocks the pools cache.
     constexpr std::size_t cached_blocks() const {
         std::size_t n = 0;
-        for (const auto& pool : free_)
-            for (const class_list& list : pool) n += list.size();
+        for (const auto& pool : first_free_)
+            for (std::size_t b : pool)
+                for (; b != none; b = blocks_[b].next_free) ++n;
         return n;
     }
 
@@ -261,16 +268,14 @@ private:
         bool free = true;
         tensor_owner owner = tensor_owner::step;
         block_use use = block_use::activations;
-        std::size_t prev = none;
+        std::uint8_t listed_class = 0;  // while free: the size class it is listed under
+        std::size_t prev = none;  // the neighbours in the segment
         std::size_t next = none;
+        std::size_t prev_free = none;  // while free: the neighbours in its size class's list
+        std::size_t next_free = none;
         bool dead = false;  // merged away
         std::size_t tape_ordinal = untaped;  // while taping: which allocation placed it
     };
-
-    // Whether a block is split when `rest` of it would be left over.
-    static constexpr bool splits(bool small, std::uint64_t rest) {
-        return small ? rest >= allocator_min_block.count : rest > small_size;
-    }
 
     static constexpr std::uint64_t segment_size(std::uint64_t size) {
         if (size <= small_size) return small_buffer;
@@ -278,24 +283,22 @@ private:
         return detail::round_up(size, round_large);
     }
 
-    constexpr std::size_t add_block(block b) {
+    // A slot for a new block, for the caller to write: a merged-away one if any.
+    constexpr std::size_t add_block() {
         if (!spare_.empty()) {
             const std::size_t i = spare_.back();
             spare_.pop_back();
-            blocks_[i] = b;
-            if (b.free) list_free(i);
             return i;
         }
-        blocks_.push_back(b);
-        if (b.free) list_free(blocks_.size() - 1);
+        blocks_.extend(1);
         return blocks_.size() - 1;
     }
 
     constexpr std::size_t new_segment(std::uint64_t segment, bool small) {
         reserved_ += segment;
         if (reserved_ > peak_reserved_) peak_reserved_ = reserved_;
-        const std::size_t b = add_block({.size = segment, .segment = segments_++, .offset = 0, .small = small,
-                                         .free = false});
+        const std::size_t b = add_block();
+        blocks_[b] = {.size = segment, .segment = segments_++, .small = small};
         return b;
     }
 
@@ -305,13 +308,13 @@ private:
     // below an older live one in 99.6-100 % of the pairs
     // (tests/calibration/segment_trace_check.cpp prints it). So the order is
     // (size, newest segment first, offset). Each pool is split by size
-    // class, a quarter of an octave wide, and each class is a sorted list:
-    // an insert or erase then moves a few entries, not hundreds (a
-    // llama-3-8b step caches about 450 blocks in the large pool), and the
-    // classes in order are the pool in order.
+    // class, a quarter of an octave wide, and each class is a sorted list
+    // linked through its blocks: a block leaves it without a search, and
+    // an insert walks a few blocks, not hundreds (a llama-3-8b step caches
+    // about 450 blocks in the large pool); the classes in order are the
+    // pool in order.
     static constexpr std::size_t size_classes = 4 * 56;  // sizes below 2^64 in 512-B units
     static constexpr std::size_t class_words = (size_classes + 63) / 64;
-    using class_list = detail::growing_vector<std::size_t>;
 
     static constexpr std::size_t size_class(std::uint64_t size) {
         const std::uint64_t units = size / allocator_min_block.count;  // >= 1: blocks are 512-B multiples
@@ -319,47 +322,50 @@ private:
         const std::uint64_t quarter = top >= 2 ? (units >> (top - 2)) & 3u : (units << (2 - top)) & 3u;
         return static_cast<std::size_t>(4 * top + quarter);
     }
-    static constexpr bool before(const block& x, const block& y) {
-        if (x.size != y.size) return x.size < y.size;
-        if (x.segment != y.segment) return x.segment > y.segment;  // a newer segment lies lower
-        return x.offset < y.offset;
-    }
-    // The first position in `list` whose block is not before block b.
-    constexpr std::size_t position_of(const class_list& list, std::size_t b) const {
-        const block* bs = blocks_.data();
-        const std::size_t* ids = list.data();
-        std::size_t lo = 0;
-        std::size_t hi = list.size();
-        while (lo < hi) {
-            const std::size_t mid = lo + (hi - lo) / 2;
-            if (before(bs[ids[mid]], bs[b])) lo = mid + 1;
-            else hi = mid;
-        }
-        return lo;
-    }
-    constexpr void mark_class(bool small, std::size_t c, bool occupied) {
-        std::uint64_t& word = occupied_[small ? 1 : 0][c / 64];
-        const std::uint64_t bit = std::uint64_t{1} << (c % 64);
-        word = occupied ? word | bit : word & ~bit;
-    }
     constexpr void list_free(std::size_t b) {
-        const bool small = blocks_[b].small;
-        const std::size_t c = size_class(blocks_[b].size);
-        class_list& list = free_[small ? 1 : 0][c];
-        list.insert(position_of(list, b), b);
-        if (list.size() == 1) mark_class(small, c, true);
+        block* bs = blocks_.data();
+        block& x = bs[b];
+        const std::size_t c = size_class(x.size);
+        const std::size_t pool = x.small ? 1 : 0;
+        x.listed_class = static_cast<std::uint8_t>(c);
+        // After every listed block that comes before x.
+        std::size_t prev = none;
+        std::size_t next = first_free_[pool][c];
+        while (next != none) {
+            const block& y = bs[next];
+            const bool before = y.size != x.size ? y.size < x.size
+                                : y.segment != x.segment ? y.segment > x.segment  // a newer segment lies lower
+                                                         : y.offset < x.offset;
+            if (!before) break;
+            prev = next;
+            next = y.next_free;
+        }
+        x.prev_free = prev;
+        x.next_free = next;
+        if (next != none) bs[next].prev_free = b;
+        if (prev != none) {
+            bs[prev].next_free = b;
+        } else {
+            first_free_[pool][c] = b;
+            occupied_[pool][c / 64] |= std::uint64_t{1} << (c % 64);
+        }
     }
     constexpr void unlist_free(std::size_t b) {
-        const bool small = blocks_[b].small;
-        const std::size_t c = size_class(blocks_[b].size);
-        class_list& list = free_[small ? 1 : 0][c];
-        const std::size_t i = position_of(list, b);
-        if (i < list.size() && list[i] == b) list.erase(i);
-        if (list.empty()) mark_class(small, c, false);
+        block* bs = blocks_.data();
+        const block& x = bs[b];
+        if (x.next_free != none) bs[x.next_free].prev_free = x.prev_free;
+        if (x.prev_free != none) {
+            bs[x.prev_free].next_free = x.next_free;
+        } else {
+            const std::size_t c = x.listed_class;
+            const std::size_t pool = x.small ? 1 : 0;
+            first_free_[pool][c] = x.next_free;
+            if (x.next_free == none) occupied_[pool][c / 64] &= ~(std::uint64_t{1} << (c % 64));
+        }
     }
     // The first occupied class of the pool at or above `c`; size_classes if none.
-    constexpr std::size_t occupied_from(bool small, std::size_t c) const {
-        const std::uint64_t* words = occupied_[small ? 1 : 0];
+    constexpr std::size_t occupied_from(std::size_t pool, std::size_t c) const {
+        const std::uint64_t* words = occupied_[pool];
         for (std::size_t w = c / 64; w < class_words; ++w) {
             const std::uint64_t word = w == c / 64 ? words[w] & (~std::uint64_t{0} << (c % 64)) : words[w];
             if (word != 0) return 64 * w + static_cast<std::size_t>(std::countr_zero(word));
@@ -371,34 +377,22 @@ private:
     // among equals: the first at least `size` in its own class, or
     // else the first of the next occupied class.
     constexpr std::size_t best_fit(std::uint64_t size, bool small) {
-        std::size_t c = size_class(size);
-        class_list* list = &free_[small ? 1 : 0][c];
+        const std::size_t pool = small ? 1 : 0;
         const block* bs = blocks_.data();
-        const std::size_t* ids = list->data();
-        std::size_t lo = 0;
-        std::size_t hi = list->size();
-        while (lo < hi) {
-            const std::size_t mid = lo + (hi - lo) / 2;
-            if (bs[ids[mid]].size < size) lo = mid + 1;
-            else hi = mid;
-        }
-        if (lo == list->size()) {
-            c = occupied_from(small, c + 1);
+        std::size_t c = size_class(size);
+        std::size_t b = first_free_[pool][c];
+        while (b != none && bs[b].size < size) b = bs[b].next_free;
+        if (b == none) {
+            c = occupied_from(pool, c + 1);
             if (c == size_classes) return none;
-            list = &free_[small ? 1 : 0][c];
-            lo = 0;
+            b = first_free_[pool][c];
         }
-        const std::size_t b = (*list)[lo];
-        list->erase(lo);
-        if (list->empty()) mark_class(small, c, false);
+        unlist_free(b);
         return b;
     }
 
-    // Kept apart from record_sample, so that the test alone is inlined into
-    // every allocation and free.
-    constexpr void sample() {
-        if (timeline_ != nullptr) record_sample();
-    }
+    // Called only when recording: every allocation and free tests timeline_
+    // inline.
     constexpr void record_sample() {
         memory_sample s{};
         for (std::size_t i = 0; i < block_use_count; ++i) s.allocated[i] = bytes{used_[i]};
@@ -408,28 +402,29 @@ private:
 
     constexpr void free_block(std::size_t b) {
         block* bs = blocks_.data();  // no block is added below
-        allocated_ -= bs[b].size;
-        used_[static_cast<std::size_t>(bs[b].use)] -= bs[b].size;
-        bs[b].free = true;
+        block& x = bs[b];
+        allocated_ -= x.size;
+        used_[static_cast<std::size_t>(x.use)] -= x.size;
+        x.free = true;
         // Merge with free neighbours in the same segment.
-        const std::size_t next = bs[b].next;
-        if (next != none && bs[next].free) {
-            unlist_free(next);
-            bs[b].size += bs[next].size;
-            bs[b].next = bs[next].next;
-            if (bs[next].next != none) bs[bs[next].next].prev = b;
-            bs[next].dead = true;
-            spare_.push_back(next);
+        if (x.next != none && bs[x.next].free) {
+            block& next = bs[x.next];
+            unlist_free(x.next);
+            next.dead = true;
+            spare_.push_back(x.next);
+            x.size += next.size;
+            x.next = next.next;
+            if (x.next != none) bs[x.next].prev = b;
         }
-        const std::size_t prev = bs[b].prev;
-        if (prev != none && bs[prev].free) {
-            unlist_free(prev);
-            bs[prev].size += bs[b].size;
-            bs[prev].next = bs[b].next;
-            if (bs[b].next != none) bs[bs[b].next].prev = prev;
-            bs[b].dead = true;
+        if (x.prev != none && bs[x.prev].free) {
+            block& prev = bs[x.prev];
+            unlist_free(x.prev);
+            prev.size += x.size;
+            prev.next = x.next;
+            if (x.next != none) bs[x.next].prev = x.prev;
+            x.dead = true;
             spare_.push_back(b);
-            list_free(prev);
+            list_free(x.prev);
             return;
         }
         list_free(b);
@@ -437,24 +432,20 @@ private:
 
     // release_cached_blocks(): segments whose one block is free go back to CUDA.
     constexpr void release_free_segments() {
+        block* bs = blocks_.data();  // no block is added below
         for (std::size_t pool = 0; pool < 2; ++pool)
-            for (std::size_t c = 0; c < size_classes; ++c) {
-                class_list& list = free_[pool][c];
-                std::size_t kept = 0;
-                for (std::size_t i = 0; i < list.size(); ++i) {
-                    const std::size_t b = list[i];
-                    block& x = blocks_[b];
+            for (std::size_t c = occupied_from(pool, 0); c < size_classes; c = occupied_from(pool, c + 1))
+                for (std::size_t b = first_free_[pool][c]; b != none;) {
+                    block& x = bs[b];
+                    const std::size_t next = x.next_free;
                     if (x.prev == none && x.next == none) {
+                        unlist_free(b);
                         reserved_ -= x.size;
                         x.dead = true;
                         spare_.push_back(b);
-                    } else {
-                        list[kept++] = b;
                     }
+                    b = next;
                 }
-                list.truncate(kept);
-                if (kept == 0) mark_class(pool == 1, c, false);
-            }
     }
 
     std::uint64_t cap_ = 0;
@@ -467,8 +458,8 @@ private:
     // Built-in arrays and growing_vector: cheap in constant evaluation,
     // where a replay must fit g++'s operation limit (growing_vector.hpp).
     detail::growing_vector<block> blocks_;
-    // The large pool's free blocks, then the small pool's, by size class.
-    class_list free_[2][size_classes];
+    // The first free block of each size class, of the large pool, then the small pool's.
+    std::size_t first_free_[2][size_classes];
     std::uint64_t occupied_[2][class_words]{};  // bit c: class c holds a block
     detail::growing_vector<std::size_t> spare_;
     std::uint64_t used_[block_use_count]{};  // allocated bytes by block_use

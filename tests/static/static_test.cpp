@@ -55,25 +55,32 @@ static_assert(replay_allocator(presets::tinybert, {}, {.batch = 2, .seq = 64}).p
 static_assert(estimator(presets::tinybert, {}).estimate({.batch = 2, .seq = 64}).peak ==
               estimate(presets::tinybert, {}, {.batch = 2, .seq = 64}).peak);
 static_assert(detail::largest_batch_from(3, 0, 1000, [](std::uint64_t b) { return b <= 700; }) == 700);
-// The allocator's free lists and tapes are growing_vectors: inserts and
-// erases anywhere, through several growths, agree with std::vector's.
+// The allocator's blocks and tapes are growing_vectors: appends and
+// removals through several growths agree with std::vector's, a copy keeps
+// its own elements, and a move takes them.
 static_assert([] {
     detail::growing_vector<int> grown;
     std::vector<int> plain;
     for (int i = 0; i < 40; ++i) {
-        const std::size_t at = static_cast<std::size_t>(i * 7) % (plain.size() + 1);
-        grown.insert(at, i);
-        plain.insert(plain.begin() + static_cast<std::ptrdiff_t>(at), i);
+        grown.push_back(i);
+        plain.push_back(i);
         if (i % 3 == 2) {
-            const std::size_t gone = static_cast<std::size_t>(i) % plain.size();
-            grown.erase(gone);
-            plain.erase(plain.begin() + static_cast<std::ptrdiff_t>(gone));
+            grown.pop_back();
+            plain.pop_back();
         }
     }
     grown.extend(2);
     grown[grown.size() - 1] = grown[grown.size() - 2] = -1;
     plain.insert(plain.end(), 2, -1);
-    if (grown.size() != plain.size()) return false;
+    detail::growing_vector<int> copy = grown;
+    copy[0] = 99;
+    copy.push_back(7);
+    if (grown.size() != plain.size() || grown[0] != plain[0] || copy.size() != plain.size() + 1) return false;
+    detail::growing_vector<int> moved = static_cast<detail::growing_vector<int>&&>(copy);
+    if (!copy.empty() || moved.size() != plain.size() + 1 || moved[0] != 99 || moved.back() != 7) return false;
+    copy = moved;
+    copy.push_back(8);
+    if (moved.size() != plain.size() + 1 || copy.size() != plain.size() + 2) return false;
     for (std::size_t i = 0; i < plain.size(); ++i)
         if (grown[i] != plain[i]) return false;
     return true;

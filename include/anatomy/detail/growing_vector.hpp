@@ -5,13 +5,14 @@
 // assertions on: a statement with two subscripts costs about 60
 // operations, push_back with pop_back 378, an insert at the front with its
 // erase 1,860 (bench/constexpr_vector_costs.sh). A replay makes tens of
-// thousands of such calls. This vector keeps its own length and reads and
-// writes its elements through a pointer; the std::vector beneath is touched
-// only to grow, which doubles it. At run time it is a plain array.
+// thousands of such calls. This vector keeps its own pointer, length and
+// capacity and reads and writes its elements through the pointer; the
+// std::vector beneath is touched only to grow, which doubles it. At run
+// time it is a plain array.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
-#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -22,21 +23,45 @@ class growing_vector {
     static_assert(std::is_trivially_copyable_v<T>, "anatomy::detail::growing_vector: T must be trivially copyable");
 
 public:
+    constexpr growing_vector() = default;
+    // A copy points at its own storage; a move takes the storage, and leaves
+    // the other empty.
+    constexpr growing_vector(const growing_vector& other)
+        : store_(other.store_), data_(store_.data()), size_(other.size_), capacity_(other.capacity_) {}
+    constexpr growing_vector(growing_vector&& other) noexcept
+        : store_(static_cast<std::vector<T>&&>(other.store_)), data_(store_.data()), size_(other.size_),
+          capacity_(other.capacity_) {
+        other.forget();
+    }
+    constexpr growing_vector& operator=(const growing_vector& other) {
+        if (this != &other) *this = growing_vector(other);
+        return *this;
+    }
+    constexpr growing_vector& operator=(growing_vector&& other) noexcept {
+        if (this == &other) return *this;
+        store_ = static_cast<std::vector<T>&&>(other.store_);
+        data_ = store_.data();
+        size_ = other.size_;
+        capacity_ = other.capacity_;
+        other.forget();
+        return *this;
+    }
+
     constexpr std::size_t size() const { return size_; }
     constexpr bool empty() const { return size_ == 0; }
-    constexpr T* data() { return store_.data(); }
-    constexpr const T* data() const { return store_.data(); }
-    constexpr T& operator[](std::size_t i) { return store_.data()[i]; }
-    constexpr const T& operator[](std::size_t i) const { return store_.data()[i]; }
-    constexpr T& back() { return store_.data()[size_ - 1]; }
-    constexpr T* begin() { return store_.data(); }
-    constexpr T* end() { return store_.data() + size_; }
-    constexpr const T* begin() const { return store_.data(); }
-    constexpr const T* end() const { return store_.data() + size_; }
+    constexpr T* data() { return data_; }
+    constexpr const T* data() const { return data_; }
+    constexpr T& operator[](std::size_t i) { return data_[i]; }
+    constexpr const T& operator[](std::size_t i) const { return data_[i]; }
+    constexpr T& back() { return data_[size_ - 1]; }
+    constexpr T* begin() { return data_; }
+    constexpr T* end() { return data_ + size_; }
+    constexpr const T* begin() const { return data_; }
+    constexpr const T* end() const { return data_ + size_; }
 
     constexpr void push_back(const T& value) {
-        if (size_ == store_.size()) grow();
-        store_.data()[size_++] = value;
+        if (size_ == capacity_) grow();
+        data_[size_++] = value;
     }
     constexpr void pop_back() { --size_; }
     // Keeps the first `n` elements (n <= size()).
@@ -48,52 +73,34 @@ public:
         size_ += n;
     }
     constexpr void clear() { size_ = 0; }
-    constexpr void insert(std::size_t at, const T& value) {
-        if (size_ == store_.size()) grow();
-        T* d = store_.data();
-        move_elements(d + at, d + at + 1, size_ - at, towards::end);
-        d[at] = value;
-        ++size_;
-    }
-    constexpr void erase(std::size_t at) {
-        T* d = store_.data();
-        move_elements(d + at + 1, d + at, size_ - at - 1, towards::front);
-        --size_;
-    }
     // Room for `n` elements at least; growing, at least doubles.
     constexpr void reserve(std::size_t n) {
-        if (n > store_.size()) grow_to(n > 2 * store_.size() ? n : 2 * store_.size());
+        if (n > capacity_) grow_to(n > 2 * capacity_ ? n : 2 * capacity_);
     }
 
 private:
-    // Moves `n` elements from `from` to `to`. Ranges that overlap are moved
-    // towards the end of the array (an insert) or its front (an erase); the
-    // direction is given, since constant evaluation cannot compare pointers
-    // into two arrays.
-    enum class towards : bool { front, end };
-    static constexpr void move_elements(const T* from, T* to, std::size_t n, towards direction) {
-        if (n == 0) return;
-        if (n == 1) {
-            *to = *from;  // most moves in the free lists: no call (libstdc++'s move does the same)
-        } else if (!std::is_constant_evaluated()) {
-            std::memmove(to, from, n * sizeof(T));  // what std::vector's insert and erase call
-        } else if (direction == towards::end) {
-            for (std::size_t i = n; i-- > 0;) to[i] = from[i];
-        } else {
-            for (std::size_t i = 0; i < n; ++i) to[i] = from[i];
-        }
+    constexpr void forget() {
+        store_.clear();
+        data_ = nullptr;
+        size_ = capacity_ = 0;
     }
-    constexpr void grow() { grow_to(store_.empty() ? 8 : 2 * store_.size()); }
+    constexpr void grow() { grow_to(capacity_ == 0 ? 8 : 2 * capacity_); }
     // Not std::vector::resize: with libstdc++ 12 clang rejects its
     // default-initialization of trivial elements in constant evaluation.
     constexpr void grow_to(std::size_t capacity) {
         std::vector<T> bigger(capacity, T{});
-        move_elements(store_.data(), bigger.data(), size_, towards::front);
+        std::copy(data_, data_ + size_, bigger.data());  // rare: growth doubles
         store_.swap(bigger);
+        data_ = store_.data();
+        capacity_ = capacity;
     }
 
-    std::vector<T> store_;  // its size is the capacity; only [0, size_) is the vector's
+    // The elements live in store_, and data_ and capacity_ are its data()
+    // and size(): in constant evaluation each of those is a chain of calls.
+    std::vector<T> store_;
+    T* data_ = nullptr;
     std::size_t size_ = 0;
+    std::size_t capacity_ = 0;
 };
 
 }  // namespace anatomy::detail
