@@ -11,7 +11,6 @@
 // time it is a plain array.
 #pragma once
 
-#include <algorithm>
 #include <cstddef>
 #include <type_traits>
 #include <vector>
@@ -89,7 +88,8 @@ private:
     // default-initialization of trivial elements in constant evaluation.
     constexpr void grow_to(std::size_t capacity) {
         std::vector<T> bigger(capacity, T{});
-        std::copy(data_, data_ + size_, bigger.data());  // rare: growth doubles
+        T* to = bigger.data();
+        for (std::size_t i = 0; i < size_; ++i) to[i] = data_[i];  // rare: growth doubles
         store_.swap(bigger);
         data_ = store_.data();
         capacity_ = capacity;
