@@ -4,7 +4,8 @@
 // prints its error), and the allocator replay
 // (peak allocated, peak reserved, and under a cap 64 MiB below that
 // reserve: OOM and peak reserved) of every preset up to 1.6 B parameters
-// under 7 recipes at batches 1 and 3. bench/same_answers.sh diffs two trees.
+// under 7 recipes at batches 1 and 3, and those presets' max_batch at 256
+// tokens in 4 and 24 GiB. bench/same_answers.sh diffs two trees.
 #include <anatomy/anatomy.hpp>
 #include <anatomy/reserved.hpp>
 
@@ -60,6 +61,18 @@ int main() {
                                 static_cast<unsigned long long>(capped.peak_reserved.count));
                 } catch (const std::exception& x) {
                     std::printf("replay %s %zu %llu: %s\n", name.c_str(), k, static_cast<unsigned long long>(b), x.what());
+                }
+            }
+        for (std::size_t k = 0; k + 1 < std::size(recipes); ++k)
+            for (const bytes budget : {4 * GiB, 24 * GiB}) {
+                const shape s{.batch = 1, .seq = m.embedding.patches() ? 0ULL : 256ULL};
+                try {
+                    std::printf("max_batch %s %zu %llu: %llu\n", name.c_str(), k,
+                                static_cast<unsigned long long>(budget.count / GiB.count),
+                                static_cast<unsigned long long>(max_batch(m, recipes[k], s, budget)));
+                } catch (const std::exception& x) {
+                    std::printf("max_batch %s %zu %llu: %s\n", name.c_str(), k,
+                                static_cast<unsigned long long>(budget.count / GiB.count), x.what());
                 }
             }
     }

@@ -124,11 +124,13 @@ constexpr bool fits_under(const model_spec& m, const recipe& r, const shape& s, 
 // fresh process: the cuBLAS workspaces and the allocator's reserved segments
 // included. 0 if even batch 1 does not fit. `per_batch.batch` is ignored.
 //
-// Memory is affine in the batch up to block rounding, so the analytic peaks
-// of batches 1 and 2 predict the answer; exact estimates around the
-// prediction settle the largest batch whose peak fits, which bounds the
-// answer from above (the allocator never needs less than the peak), and
-// allocator replays under the cap, counting down from there, settle it.
+// Each phase's memory is affine in the batch up to block rounding, so the
+// analytic peaks of batches 1 and 2 predict the answer (when they differ:
+// the optimizer step's peak does not grow with the batch); exact estimates
+// around the prediction settle the largest batch whose peak fits, which
+// bounds the answer from above (the allocator never needs less than the
+// peak), and allocator replays under the cap, counting down from there,
+// settle it.
 constexpr std::uint64_t max_batch(const estimator& e, const shape& per_batch, bytes budget,
                                   std::uint64_t limit = max_batch_search_limit) {
     detail::require(limit > 0, "anatomy::max_batch: limit must be > 0");
@@ -138,17 +140,26 @@ constexpr std::uint64_t max_batch(const estimator& e, const shape& per_batch, by
     const detail::batch_peak one = detail::peak_of(e, s, 1);
     if (one.overflows || one.need > budget) return 0;
     std::uint64_t guess = limit;
+    std::uint64_t known = 1;  // a batch whose peak fits
     if (limit > 1) {
         const detail::batch_peak two = detail::peak_of(e, s, 2);
         if (two.overflows || two.need > budget) {
             guess = 1;
         } else if (two.need > one.need) {
+            known = 2;
             const std::uint64_t per_sample = (two.need - one.need).count;
             const std::uint64_t more = (budget - one.need).count / per_sample;
             guess = more >= limit - 1 ? limit : 1 + more;
+        } else {
+            // No slope to extrapolate: the peak is the same at 1 and 2 (the
+            // optimizer step's, under checkpointing). The search steps up
+            // from 2, where a guess at the limit made it step down through
+            // dozens of estimates of absurd batches.
+            known = 2;
+            guess = 2;
         }
     }
-    const std::uint64_t peak_bound = detail::largest_batch_from(guess, 1, limit, [&](std::uint64_t b) {
+    const std::uint64_t peak_bound = detail::largest_batch_from(guess, known, limit, [&](std::uint64_t b) {
         const detail::batch_peak p = detail::peak_of(e, s, b);
         return !p.overflows && p.need <= budget;
     });
