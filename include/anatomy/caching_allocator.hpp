@@ -467,9 +467,8 @@ private:
     memory_timeline* timeline_ = nullptr;
     allocator_tape* tape_ = nullptr;
 
-    // While taping, an allocation's ordinal on the tape; `untaped` otherwise.
+    // While taping (the caller checks): an allocation's ordinal on the tape.
     constexpr std::size_t tape_allocation(bytes request, tensor_owner owner, block_use use) {
-        if (tape_ == nullptr) return untaped;
         tape_->events.push_back({.value = request.count, .call = allocator_call::allocate, .owner = owner, .use = use});
         return tape_->allocations++;
     }

@@ -145,18 +145,18 @@ constexpr std::uint64_t max_batch(const estimator& e, const shape& per_batch, by
         const detail::batch_peak two = detail::peak_of(e, s, 2);
         if (two.overflows || two.need > budget) {
             guess = 1;
-        } else if (two.need > one.need) {
-            known = 2;
-            const std::uint64_t per_sample = (two.need - one.need).count;
-            const std::uint64_t more = (budget - one.need).count / per_sample;
-            guess = more >= limit - 1 ? limit : 1 + more;
         } else {
-            // No slope to extrapolate: the peak is the same at 1 and 2 (the
-            // optimizer step's, under checkpointing). The search steps up
-            // from 2, where a guess at the limit made it step down through
-            // dozens of estimates of absurd batches.
             known = 2;
+            // Without a slope (the peak the same at 1 and 2: the optimizer
+            // step's, under checkpointing) the search steps up from 2, where
+            // a guess at the limit made it step down through dozens of
+            // estimates of absurd batches.
             guess = 2;
+            if (two.need > one.need) {
+                const std::uint64_t per_sample = (two.need - one.need).count;
+                const std::uint64_t more = (budget - one.need).count / per_sample;
+                guess = more >= limit - 1 ? limit : 1 + more;
+            }
         }
     }
     const std::uint64_t peak_bound = detail::largest_batch_from(guess, known, limit, [&](std::uint64_t b) {
