@@ -85,10 +85,15 @@ struct memory_timeline {
 // allocate and free from the shape and the recipe alone, never from the
 // allocator's answers, so a later step with the same walk makes the same
 // calls, and caching_allocator::play replays them without walking again.
-enum class allocator_call : std::uint8_t { allocate, release, release_all, mark };
+//
+// A layer's tape (caching_allocator::layer_tape_into) may also free blocks
+// allocated before it that its caller names, its externals: the next layer
+// of a run makes the same calls on its own externals.
+enum class allocator_call : std::uint8_t { allocate, release, release_external, release_all, mark };
 struct allocator_event {
     // allocate: the bytes asked for; release: the ordinal of the allocation
-    // it frees; mark: the index of its name in allocator_tape::names.
+    // it frees; release_external: the index of the external it frees; mark:
+    // the index of its name in allocator_tape::names.
     std::uint64_t value = 0;
     allocator_call call{};
     tensor_owner owner{};  // allocate, release_all
@@ -99,9 +104,17 @@ struct allocator_tape {
     detail::growing_vector<const char*> names;
     std::size_t allocations = 0;
     // Whether the tape stands alone: false when the walk freed a block it did
-    // not allocate, which a replay could not name.
+    // not allocate (nor, for a layer's tape, was named as an external), which
+    // a replay could not name.
     bool self_contained = true;
 };
+
+// How a layer's tape names a block (caching_allocator::layer_ref): no_ref for
+// no block; untaped_ref for one it cannot name; an external's index with
+// external_ref set; otherwise the ordinal of the allocation that placed it.
+inline constexpr std::size_t no_ref = static_cast<std::size_t>(-1);
+inline constexpr std::size_t untaped_ref = static_cast<std::size_t>(-2);
+inline constexpr std::size_t external_ref = std::size_t{1} << (8 * sizeof(std::size_t) - 2);
 
 class caching_allocator {
 public:
@@ -121,7 +134,9 @@ public:
     // and when the request cannot be met under the cap (an OOM).
     constexpr block_id allocate(bytes request, tensor_owner owner) { return allocate(request, owner, default_use(owner)); }
     constexpr block_id allocate(bytes request, tensor_owner owner, block_use use) {
-        const std::size_t ordinal = tape_ != nullptr ? tape_allocation(request, owner, use) : untaped;
+        const std::size_t ordinal = tape_ != nullptr ? tape_allocation(*tape_, request, owner, use) : untaped;
+        const std::size_t layer_ordinal =
+            layer_tape_ != nullptr ? tape_allocation(*layer_tape_, request, owner, use) : untaped;
         // After a request failed the replay has its answer; the rest is not simulated.
         if (request.count == 0 || out_of_memory_) return no_block;
         const std::uint64_t size = block_size(request).count;
@@ -158,6 +173,7 @@ public:
         taken.owner = owner;
         taken.use = use;
         taken.tape_ordinal = ordinal;
+        taken.layer_ordinal = layer_ordinal;
         allocated_ += taken.size;
         used_[static_cast<std::size_t>(use)] += taken.size;
         if (allocated_ > peak_allocated_) peak_allocated_ = allocated_;
@@ -169,9 +185,10 @@ public:
     constexpr void record_into(memory_timeline* timeline) { timeline_ = timeline; }
     // When recording: the phase `name` begins here.
     constexpr void mark(const char* name) {
-        if (tape_ != nullptr) {
-            tape_->events.push_back({.value = tape_->names.size(), .call = allocator_call::mark});
-            tape_->names.push_back(name);
+        for (allocator_tape* tape : {tape_, layer_tape_}) {
+            if (tape == nullptr) continue;
+            tape->events.push_back({.value = tape->names.size(), .call = allocator_call::mark});
+            tape->names.push_back(name);
         }
         if (timeline_ != nullptr) timeline_->phases.push_back({timeline_->samples.size(), name});
     }
@@ -187,19 +204,50 @@ public:
     }
     // Makes the calls of `tape` again, each tensor freed where this replay put it.
     constexpr void play(const allocator_tape& tape) {
-        detail::require(tape.self_contained && tape_ == nullptr,
-                        "anatomy::caching_allocator::play: the tape frees blocks it does not name, or is being written");
-        detail::growing_vector<block_id> placed;  // by the tape's allocation ordinal
+        detail::require(tape_ == nullptr, "anatomy::caching_allocator::play: a step's tape is being written");
+        detail::growing_vector<block_id> placed;
+        play(tape, nullptr, placed);
+    }
+    // The same for a layer's tape, whose external i is externals[i] here;
+    // `placed` receives the block of each of its allocations, by ordinal.
+    // A step's tape may be written meanwhile: it records the calls made.
+    constexpr void play(const allocator_tape& tape, const block_id* externals, detail::growing_vector<block_id>& placed) {
+        detail::require(tape.self_contained && layer_tape_ == nullptr,
+                        "anatomy::caching_allocator::play: the tape frees blocks it does not name, or a layer's "
+                        "tape is being written");
+        placed.clear();
         placed.extend(tape.allocations);
         block_id* at = placed.data();
         for (const allocator_event& e : tape.events) {
             switch (e.call) {
                 case allocator_call::allocate: *at++ = allocate(bytes{e.value}, e.owner, e.use); break;
                 case allocator_call::release: release(placed[e.value]); break;
+                case allocator_call::release_external: release(externals[e.value]); break;
                 case allocator_call::release_all: release_all(e.owner); break;
                 case allocator_call::mark: mark(tape.names[e.value]); break;
             }
         }
+    }
+
+    // Writes every call from now on into `tape` as well (nullptr: stops),
+    // which must be empty: one layer's calls, to be played for the next
+    // layers of its run. externals[0, count) are blocks from before it
+    // that it may free; no_block among them is skipped.
+    constexpr void layer_tape_into(allocator_tape* tape, const block_id* externals = nullptr, std::size_t count = 0) {
+        layer_tape_ = tape;
+        if (tape == nullptr) return;
+        detail::require(tape->events.empty() && tape->allocations == 0,
+                        "anatomy::caching_allocator::layer_tape_into: the tape is not empty");
+        for (block& b : blocks_) b.layer_ordinal = untaped;
+        for (std::size_t i = 0; i < count; ++i)
+            if (externals[i] != no_block) blocks_[externals[i]].layer_ordinal = external_ref | i;
+    }
+    // How the layer's tape being written names `id` (no_ref also for a block
+    // no longer allocated).
+    constexpr std::size_t layer_ref(block_id id) const {
+        if (id == no_block) return no_ref;
+        const block& b = blocks_[id];
+        return b.free || b.dead ? no_ref : b.layer_ordinal;
     }
 
     // Frees the tensor that allocate() placed in `id` (no_block: nothing).
@@ -213,6 +261,13 @@ public:
             if (ordinal == untaped) tape_->self_contained = false;
             tape_->events.push_back({.value = ordinal, .call = allocator_call::release});
         }
+        if (layer_tape_ != nullptr) {
+            const std::size_t ordinal = x->layer_ordinal;
+            if (ordinal == untaped) layer_tape_->self_contained = false;
+            const bool external = ordinal != untaped && (ordinal & external_ref) != 0;
+            layer_tape_->events.push_back({.value = external ? ordinal & ~external_ref : ordinal,
+                                           .call = external ? allocator_call::release_external : allocator_call::release});
+        }
         free_block(id);
         if (timeline_ != nullptr) record_sample();
     }
@@ -220,7 +275,8 @@ public:
     // Frees every live block of `owner`. The order does not matter: free
     // neighbours merge into the same blocks whichever is freed first.
     constexpr void release_all(tensor_owner owner) {
-        if (tape_ != nullptr) tape_->events.push_back({.call = allocator_call::release_all, .owner = owner});
+        for (allocator_tape* tape : {tape_, layer_tape_})
+            if (tape != nullptr) tape->events.push_back({.call = allocator_call::release_all, .owner = owner});
         const block* bs = blocks_.data();  // free_block adds no block
         const std::size_t n = blocks_.size();
         for (std::size_t b = 0; b < n; ++b)
@@ -258,7 +314,7 @@ public:
 
 private:
     static constexpr std::size_t none = static_cast<std::size_t>(-1);
-    static constexpr std::size_t untaped = static_cast<std::size_t>(-1);
+    static constexpr std::size_t untaped = untaped_ref;
 
     struct block {
         std::uint64_t size = 0;
@@ -275,6 +331,7 @@ private:
         std::size_t next_free = none;
         bool dead = false;  // merged away
         std::size_t tape_ordinal = untaped;  // while taping: which allocation placed it
+        std::size_t layer_ordinal = untaped;  // while taping a layer: the same, or external_ref | its index
     };
 
     static constexpr std::uint64_t segment_size(std::uint64_t size) {
@@ -466,11 +523,12 @@ private:
     std::uint64_t used_[block_use_count]{};  // allocated bytes by block_use
     memory_timeline* timeline_ = nullptr;
     allocator_tape* tape_ = nullptr;
+    allocator_tape* layer_tape_ = nullptr;
 
-    // While taping (the caller checks): an allocation's ordinal on the tape.
-    constexpr std::size_t tape_allocation(bytes request, tensor_owner owner, block_use use) {
-        tape_->events.push_back({.value = request.count, .call = allocator_call::allocate, .owner = owner, .use = use});
-        return tape_->allocations++;
+    // An allocation's ordinal on `tape`.
+    static constexpr std::size_t tape_allocation(allocator_tape& tape, bytes request, tensor_owner owner, block_use use) {
+        tape.events.push_back({.value = request.count, .call = allocator_call::allocate, .owner = owner, .use = use});
+        return tape.allocations++;
     }
 };
 

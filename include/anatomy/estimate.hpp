@@ -506,15 +506,30 @@ constexpr gradient_reduction reduction(const recipe& r, const stage& st) {
 }
 
 // Walks forward then backward over the stages, from `base` live bytes. With
-// an allocator, every layer is walked in turn and every tensor handed to it
-// by identity; without one, a run of identical layers is walked once, and a
-// cycle of the layer pattern once per distinct input.
+// an allocator, every layer makes its calls in turn, every tensor handed to
+// it by identity; without one, a run of identical layers is walked once, and
+// a cycle of the layer pattern once per distinct input.
+//
+// With an allocator and `tape_layers`, a run's layers are not all walked:
+// they make the same calls, on blocks of their own. The second layer's calls
+// are taped, forward and backward (the first may differ: it pins the
+// embedding output), and played for the later ones on their own blocks from
+// before them (externals): forward, the layer's input; backward, what its
+// forward left and its output's gradient. A play makes the calls a walk
+// would: a walk never reads the allocator's answers, and the layers of a run
+// share their kernels, so the same externals are blocks in each. (After an
+// out-of-memory they are all no_block, but then the replay's answer is
+// settled: the peaks no longer move.)
 class step_walker {
 public:
     constexpr step_walker(const op_graph& graph, const model_spec& m, const recipe& r, const shape& s,
-                          const device_profile& d, caching_allocator* allocator)
+                          const device_profile& d, caching_allocator* allocator, bool tape_layers = true)
         : graph_(graph), m_(m), r_(r), s_(s), d_(d), allocator_(allocator), plan_(plan_step(graph, m, r, s, d)) {
         if (!allocator_) forward_walks_.reserve(plan_.run_count);  // emplaced into: they must not move
+        if (allocator_ && tape_layers) {
+            forward_layers_.resize(plan_.run_count);
+            backward_layers_.resize(plan_.run_count);
+        }
     }
 
     constexpr step_peaks walk(std::int64_t base, bool grads_exist) {
@@ -540,6 +555,52 @@ public:
     }
 
 private:
+    // One layer's calls, taped, and what its walk gave: played for the later
+    // layers of its run.
+    struct taped_layer {
+        allocator_tape tape;
+        // The blocks the layer hands on, as the tape names them (layer_ref):
+        // forward, its output, then what push_blocks_to recorded; backward, its
+        // input's gradient, then what it handed over to the graph.
+        growing_vector<std::size_t> outputs;
+        live_bytes walked{};  // the walk's own count, the same for every layer
+        std::int64_t forward_scoped = 0;
+        bytes graph_kept{};
+        bool playable = false;
+    };
+
+    // The taped layer of `run`, forward or backward, when layers are taped
+    // and the run has layers past the second.
+    constexpr taped_layer* taped(std::vector<taped_layer>& layers, const layer_run& run) {
+        return !layers.empty() && run.repeat > 2 ? &layers[run_index(run)] : nullptr;
+    }
+    constexpr void start_taping(taped_layer& layer, const block_id* externals, std::size_t count) {
+        layer = taped_layer{};
+        allocator_->layer_tape_into(&layer.tape, externals, count);
+    }
+    // Ends the tape; `handed_on[0, count)` are the blocks the layer hands on.
+    constexpr void stop_taping(taped_layer& layer, const live_bytes& walked, const block_id* handed_on,
+                               std::size_t count) {
+        allocator_->layer_tape_into(nullptr);
+        layer.walked = walked;
+        layer.playable = layer.tape.self_contained;
+        for (std::size_t i = 0; i < count; ++i) {
+            const std::size_t ref = allocator_->layer_ref(handed_on[i]);
+            layer.playable = layer.playable && ref != untaped_ref;
+            layer.outputs.push_back(ref);
+        }
+    }
+    // Plays `layer` on these externals; placed_ then holds its allocations' blocks.
+    constexpr void play(const taped_layer& layer, const block_id* externals) {
+        allocator_->play(layer.tape, externals, placed_);
+    }
+    // The block a played layer handed on as its output `i`.
+    constexpr block_id handed_on(const taped_layer& layer, std::size_t i, const block_id* externals) const {
+        const std::size_t ref = layer.outputs[i];
+        if (ref == no_ref) return no_block;
+        return (ref & external_ref) != 0 ? externals[ref & ~external_ref] : placed_[ref];
+    }
+
     constexpr bool checkpointed(std::size_t stage_index) const {
         return !r_.inference && r_.grad_checkpointing && graph_.stages[stage_index].block;
     }
@@ -583,7 +644,19 @@ private:
         const bool first = first_layers(run.stage) && &run == &plan_.runs[first_block_run()];
         const std::uint64_t walks = allocator_ ? run.repeat : 1;
         const std::uint64_t times = group_times_of(run);
+        taped_layer* layer = taped(forward_layers_, run);
         for (std::uint64_t w = 0; w < walks; ++w) {
+            const block_id input = previous_block_;
+            if (layer != nullptr && w >= 2 && layer->playable) {
+                play(*layer, &input);
+                target.repeat(layer->walked, 1);
+                forward_scoped_ = running::sum(forward_scoped_, layer->forward_scoped);
+                previous_block_ = handed_on(*layer, 0, &input);
+                for (std::size_t i = 1; i < layer->outputs.size(); ++i) recorded_.push_back(handed_on(*layer, i, &input));
+                continue;
+            }
+            const bool taping = layer != nullptr && w == 1;
+            if (taping) start_taping(*layer, &input, 1);
             // Replayed, each layer's walk is its own and not kept. Otherwise
             // the walk is kept at its run's index, for backward_run.
             if (allocator_) layer_walk_.clear();
@@ -612,7 +685,16 @@ private:
                 running::product(live_bytes::signed_size(bytes{checked_mul(run.repeat / walks, allocator_ ? 1 : times)}),
                                  live_bytes::signed_size(walk.forward_scoped())));
             previous_block_ = walk.output_block();
-            if (allocator_) walk.blocks().push_to(recorded_, ex.kernels.size());
+            if (allocator_) walk.push_blocks_to(recorded_);
+            if (taping) {
+                layer->forward_scoped = live_bytes::signed_size(walk.forward_scoped());
+                // The output, then what push_blocks_to recorded.
+                handed_.clear();
+                handed_.push_back(previous_block_);
+                for (std::size_t i = recorded_.size() - walk_blocks::pushed(ex.kernels.size()); i < recorded_.size(); ++i)
+                    handed_.push_back(recorded_[i]);
+                stop_taping(*layer, one, handed_.data(), handed_.size());
+            }
         }
         // Past the first layers' stage, the embedding output held for them is freed.
         if (held_embedding_.count > 0 && st.block && !next_is_block(run)) {
@@ -719,7 +801,32 @@ private:
         const expansion& ex = expanded(run);
         const stage_handoff out = handoff(ex, st);
         const std::uint64_t walks = allocator_ ? run.repeat : 1;
+        taped_layer* layer = taped(backward_layers_, run);
+        const std::size_t pushed = walk_blocks::pushed(ex.kernels.size());
         for (std::uint64_t w = 0; w < walks; ++w) {
+            // A taped layer's externals: what its forward left, on top of the
+            // stack, then its output's gradient, pushed on for the purpose.
+            const std::size_t externals = pushed + 1;
+            if (layer != nullptr && w >= 2 && layer->playable) {
+                recorded_.push_back(output_grad);
+                const block_id* external = recorded_.data() + (recorded_.size() - externals);
+                play(*layer, external);
+                target.repeat(layer->walked, 1);
+                graph_kept_ += layer->graph_kept;
+                output_grad = handed_on(*layer, 0, external);
+                for (std::size_t i = 1; i < layer->outputs.size(); ++i)
+                    graph_kept_blocks_.push_back(handed_on(*layer, i, external));
+                recorded_.truncate(recorded_.size() - externals);
+                continue;
+            }
+            const bool taping = layer != nullptr && w == 1;
+            const std::size_t kept_before = graph_kept_blocks_.size();
+            const bytes kept_bytes_before = graph_kept_;
+            if (taping) {
+                recorded_.push_back(output_grad);
+                start_taping(*layer, recorded_.data() + (recorded_.size() - externals), externals);
+                recorded_.pop_back();
+            }
             // The layer's forward blocks are on top of the stack, its input's last.
             const block_id input_block = allocator_ ? recorded_.back() : no_block;
             // Unreplayed and not recomputed, the layer's forward walk is still
@@ -764,6 +871,14 @@ private:
             }
             target.repeat(one, run.repeat / walks);
             output_grad = walk.input_grad_block();
+            if (taping) {
+                layer->graph_kept = graph_kept_ - kept_bytes_before;
+                // The input's gradient, then what went to the graph.
+                handed_.clear();
+                handed_.push_back(output_grad);
+                for (std::size_t i = kept_before; i < graph_kept_blocks_.size(); ++i) handed_.push_back(graph_kept_blocks_[i]);
+                stop_taping(*layer, one, handed_.data(), handed_.size());
+            }
         }
         return output_grad;
     }
@@ -801,17 +916,23 @@ private:
     block_id previous_block_ = no_block;
     bytes held_embedding_{};
     block_id held_embedding_block_ = no_block;
-    growing_vector<block_id> recorded_;  // walk_blocks::push_to of every layer walked forward
+    growing_vector<block_id> recorded_;  // stage_walk::push_blocks_to of every layer walked forward
     // What the step's autograd graph keeps past its kernels' backward
     // (kernel::saved_with_graph), freed when the backward ends.
     bytes graph_kept_{};
     growing_vector<block_id> graph_kept_blocks_;
+    // Replaying with taped layers: each run's, by run index, forward and backward.
+    std::vector<taped_layer> forward_layers_;
+    std::vector<taped_layer> backward_layers_;
+    // Scratch: a played layer's allocations' blocks, a taped one's hand-on.
+    growing_vector<block_id> placed_;
+    growing_vector<block_id> handed_;
 };
 
 constexpr step_peaks walk_step(const op_graph& graph, const model_spec& m, const recipe& r, const shape& s,
                                const device_profile& d, std::int64_t base, bool grads_exist,
-                               caching_allocator* allocator = nullptr) {
-    return step_walker(graph, m, r, s, d, allocator).walk(base, grads_exist);
+                               caching_allocator* allocator = nullptr, bool tape_layers = true) {
+    return step_walker(graph, m, r, s, d, allocator, tape_layers).walk(base, grads_exist);
 }
 
 }  // namespace detail

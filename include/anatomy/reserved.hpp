@@ -85,8 +85,10 @@ constexpr void optimizer_step(const op_graph& graph, const recipe& r, bool first
 }
 
 // How a replay makes the micro-steps' calls: `taped` walks each kind of
-// micro-step once and plays its tape after that; `walk_every_step` walks
-// them all, the reference the tapes are tested against.
+// micro-step once and plays its tape after that, and within that walk tapes
+// a run's second layer and plays it for the later ones (step_walker);
+// `walk_every_step` walks every layer of every step, the reference the tapes
+// are tested against.
 enum class replay_mode : std::uint8_t { taped, walk_every_step };
 
 // Three steps of training (two forwards of serving), each micro-step in
@@ -130,7 +132,7 @@ constexpr allocator_replay replay_on(const prepared_step& prepared, const model_
             }
             const bool taping = mode == replay_mode::taped && !taped[kind];
             if (taping) a.tape_into(&tapes[kind]);
-            (void)detail::walk_step(graph, model, compute, s, device, 0, grads_exist, &a);
+            (void)detail::walk_step(graph, model, compute, s, device, 0, grads_exist, &a, mode == replay_mode::taped);
             a.tape_into(nullptr);
             taped[kind] = taped[kind] || taping;
         }

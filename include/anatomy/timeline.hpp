@@ -102,22 +102,25 @@ struct walk_blocks {
     // Those of a stage of `n` kernels, appended to `out` (a stack of the
     // layers walked forward: the replay keeps only what it uses), and taken
     // back off it for the layer's backward. The stage input's block is last.
-    constexpr void push_to(growing_vector<block_id>& out, std::size_t n) const {
+    // A tensor already freed (freed[slot]) is pushed as no_block: its block
+    // may hold another tensor by now.
+    static constexpr std::size_t pushed(std::size_t n) { return 3 * n + 2; }
+    constexpr void push_to(growing_vector<block_id>& out, std::size_t n, const bool* freed) const {
         const std::size_t at = out.size();
-        out.extend(3 * n + 2);
+        out.extend(pushed(n));
         block_id* to = out.data() + at;
         for (std::size_t i = 0; i < n; ++i) {
-            *to++ = tensor[i];
+            *to++ = freed[i] ? no_block : tensor[i];
             *to++ = extra[i];
             *to++ = weight[i];
         }
         *to++ = tensor[index_of(encoder_slot)];
-        *to = tensor[index_of(input_slot)];
+        *to = freed[index_of(input_slot)] ? no_block : tensor[index_of(input_slot)];
     }
     // What push_to recorded for a stage of `n` kernels, dropped unread.
-    static constexpr void drop_from(growing_vector<block_id>& in, std::size_t n) { in.truncate(in.size() - (3 * n + 2)); }
+    static constexpr void drop_from(growing_vector<block_id>& in, std::size_t n) { in.truncate(in.size() - pushed(n)); }
     constexpr void pop_from(growing_vector<block_id>& in, std::size_t n) {
-        const std::size_t at = in.size() - (3 * n + 2);
+        const std::size_t at = in.size() - pushed(n);
         const block_id* from = in.data() + at;
         for (std::size_t i = 0; i < n; ++i) {
             tensor[i] = *from++;
@@ -251,8 +254,10 @@ public:
     // forward(_, true) kept the input only because it was asked to.
     constexpr bool input_pinned_only() const { return input_pinned_only_; }
 
-    // The blocks the forward left for backward, and the block of the stage output.
-    constexpr const walk_blocks& blocks() const { return blocks_; }
+    // Pushes the blocks the forward left for backward onto `recorded`.
+    constexpr void push_blocks_to(growing_vector<block_id>& recorded) const {
+        blocks_.push_to(recorded, kernels_.size(), freed_);
+    }
     // Takes the blocks push_to recorded for this stage back off `recorded`.
     constexpr void restore_from(growing_vector<block_id>& recorded) { blocks_.pop_from(recorded, kernels_.size()); }
     constexpr block_id output_block() const { return blocks_.tensor[index_of(root_of(output_))]; }

@@ -1,6 +1,7 @@
 // A replay that walks each kind of micro-step once and plays its tape after
-// that must be the replay that walks every step: the same peaks, the same
-// verdict under a cap, the same recorded timeline.
+// that, and within that walk plays each run's second layer for the later
+// ones, must be the replay that walks every layer of every step: the same
+// peaks, the same verdict under a cap, the same recorded timeline.
 #include "property_cases.hpp"
 
 #include <anatomy/caching_allocator.hpp>
@@ -122,4 +123,49 @@ TEST_CASE("a tape names tensors by allocation, so its replay frees what it alloc
     CHECK_FALSE(reaching.self_contained);
     caching_allocator third;
     CHECK_THROWS_WITH(third.play(reaching), Catch::Contains("anatomy::caching_allocator::play"));
+}
+
+TEST_CASE("a layer's tape names the blocks from before it that it frees, and plays on others", "[tape][allocator]") {
+    caching_allocator first;
+    const block_id input = first.allocate(3 * MiB, tensor_owner::step);
+    const block_id unnamed = first.allocate(6 * MiB, tensor_owner::step);
+    allocator_tape layer;
+    first.layer_tape_into(&layer, &input, 1);
+    const block_id output = first.allocate(3 * MiB, tensor_owner::step);
+    const block_id scratch = first.allocate(1 * MiB, tensor_owner::step);
+    first.release(input);
+    first.release(scratch);
+    first.layer_tape_into(nullptr);
+    CHECK(layer.self_contained);
+    CHECK(layer.allocations == 2);
+    REQUIRE(layer.events.size() == 4);
+    CHECK(layer.events[2].call == allocator_call::release_external);
+    CHECK(layer.events[2].value == 0);
+    CHECK(layer.events[3].call == allocator_call::release);
+    CHECK(layer.events[3].value == 1);
+    // How the tape names what the layer hands on: its output by ordinal, a
+    // freed block not at all.
+    CHECK(first.layer_ref(output) == 0);
+    CHECK(first.layer_ref(scratch) == no_ref);
+    CHECK(first.layer_ref(no_block) == no_ref);
+
+    // Played for the next layer, on the first one's output.
+    detail::growing_vector<block_id> placed;
+    first.play(layer, &output, placed);
+    REQUIRE(placed.size() == 2);
+    CHECK(first.allocated() == 6 * MiB + 3 * MiB);  // `unnamed` and the new output
+    CHECK(first.consistent());
+    first.release(placed[0]);
+    first.release(unnamed);
+    CHECK(first.allocated() == 0 * B);
+
+    // A layer that frees a block from before it that it was not given cannot be played.
+    caching_allocator second;
+    const block_id held = second.allocate(2 * MiB, tensor_owner::step);
+    allocator_tape reaching;
+    second.layer_tape_into(&reaching);
+    second.release(held);
+    second.layer_tape_into(nullptr);
+    CHECK_FALSE(reaching.self_contained);
+    CHECK_THROWS_WITH(second.play(reaching, nullptr, placed), Catch::Contains("anatomy::caching_allocator::play"));
 }
