@@ -428,9 +428,12 @@ struct step_plan {
     stage_handoff out[max_stages]{};  // each stage's output, as walked last
     stage_input_info encoder{};
 
-    constexpr void add_run(layer_run r, expansion&& kernels) {
-        runs[run_count++] = r;
-        expansions.push_back(static_cast<expansion&&>(kernels));
+    // Adds `run` of stage `st`, its kernels expanded in place.
+    constexpr const expansion& add_run(layer_run run, const stage& st, const model_spec& m, const recipe& r,
+                                       const shape& s, const device_profile& d) {
+        runs[run_count++] = run;
+        expand_into(expansions.emplace_back(), st, m, r, s, d, run.input, encoder);
+        return expansions.back();
     }
     constexpr void add_group(std::size_t first, std::uint64_t times) {
         if (run_count > first && times > 0) groups[group_count++] = {first, run_count - first, times};
@@ -445,16 +448,11 @@ constexpr bool same_input(stage_input_info a, stage_input_info b) {
 constexpr stage_input_info plan_stage(step_plan& plan, const op_graph& graph, std::size_t i, const model_spec& m,
                                       const recipe& r, const shape& s, const device_profile& d, stage_input_info input) {
     const stage& st = graph.stages[i];
-    expansion first = expand(st, m, r, s, d, input, plan.encoder);
-    stage_handoff out = handoff(first, st);
+    stage_handoff out = handoff(plan.add_run({i, input, st.repeat}, st, m, r, s, d), st);
     if (st.repeat > 1 && !same_input(out.output, input)) {
-        const stage_input_info later = out.output;
-        expansion rest = expand(st, m, r, s, d, later, plan.encoder);
-        out = handoff(rest, st);
-        plan.add_run({i, input, 1}, static_cast<expansion&&>(first));
-        plan.add_run({i, later, st.repeat - 1}, static_cast<expansion&&>(rest));
-    } else {
-        plan.add_run({i, input, st.repeat}, static_cast<expansion&&>(first));
+        // The first layer is a run of its own; the later ones get its output.
+        plan.runs[plan.run_count - 1].repeat = 1;
+        out = handoff(plan.add_run({i, out.output, st.repeat - 1}, st, m, r, s, d), st);
     }
     plan.out[i] = out;
     if (st.encoder_output) plan.encoder = out.output;

@@ -63,9 +63,11 @@ constexpr tensor_slot expand_op(kernel_builder& b, const op& o) {
 
 }  // namespace detail
 
-constexpr expansion expand(const stage& st, const model_spec& m, const recipe& r, const shape& s,
+// Expands into `result`, which must be empty: a caller that keeps many
+// expansions builds each in place, since moving one copies its kernels.
+constexpr void expand_into(expansion& result, const stage& st, const model_spec& m, const recipe& r, const shape& s,
                            const device_profile& device, stage_input_info input, stage_input_info encoder = {}) {
-    expansion result;
+    detail::require(result.kernels.empty(), "anatomy::expand_into: the expansion is not empty");
     detail::kernel_builder b(m, r, s, device, input, encoder, result);
     for (std::size_t i = 0; i < st.ops.size(); ++i) {
         b.begin_op(i);
@@ -74,6 +76,12 @@ constexpr expansion expand(const stage& st, const model_spec& m, const recipe& r
     }
     detail::hold_python_names(result, st);
     if (r.compile) detail::stage_compiler(result.kernels, result.op_output[st.ops.size() - 1], input.size).run();
+}
+
+constexpr expansion expand(const stage& st, const model_spec& m, const recipe& r, const shape& s,
+                           const device_profile& device, stage_input_info input, stage_input_info encoder = {}) {
+    expansion result;
+    expand_into(result, st, m, r, s, device, input, encoder);
     return result;
 }
 

@@ -88,6 +88,10 @@ struct stage_input_info {
 };
 
 struct expansion {
+    // User-provided, so that a value-initialized expansion (a container's
+    // emplace_back()) is not first zero-filled whole, all 256 kernels' slots.
+    constexpr expansion() {}
+
     kernel_list kernels;
     tensor_slot op_output[max_ops_per_stage]{};  // the slot holding each op's result
 };
