@@ -522,12 +522,9 @@ class step_walker {
 public:
     constexpr step_walker(const op_graph& graph, const model_spec& m, const recipe& r, const shape& s,
                           const device_profile& d, caching_allocator* allocator, bool tape_layers = true)
-        : graph_(graph), m_(m), r_(r), s_(s), d_(d), allocator_(allocator), plan_(plan_step(graph, m, r, s, d)) {
+        : graph_(graph), m_(m), r_(r), s_(s), d_(d), allocator_(allocator), plan_(plan_step(graph, m, r, s, d)),
+          tape_layers_(allocator != nullptr && tape_layers) {
         if (!allocator_) forward_walks_.reserve(plan_.run_count);  // emplaced into: they must not move
-        if (allocator_ && tape_layers) {
-            forward_layers_.resize(plan_.run_count);
-            backward_layers_.resize(plan_.run_count);
-        }
     }
 
     constexpr step_peaks walk(std::int64_t base, bool grads_exist) {
@@ -567,11 +564,9 @@ private:
         bool playable = false;
     };
 
-    // The taped layer of `run`, forward or backward, when layers are taped
-    // and the run has layers past the second.
-    constexpr taped_layer* taped(std::vector<taped_layer>& layers, const layer_run& run) {
-        return !layers.empty() && run.repeat > 2 ? &layers[run_index(run)] : nullptr;
-    }
+    // Where `run`'s layer is taped, forward or backward (one run at a
+    // time), when layers are taped and the run has layers past the second.
+    constexpr taped_layer* taped(const layer_run& run) { return tape_layers_ && run.repeat > 2 ? &taped_ : nullptr; }
     constexpr void start_taping(taped_layer& layer, const block_id* externals, std::size_t count) {
         layer = taped_layer{};
         allocator_->layer_tape_into(&layer.tape, externals, count);
@@ -642,7 +637,7 @@ private:
         const bool first = first_layers(run.stage) && &run == &plan_.runs[first_block_run()];
         const std::uint64_t walks = allocator_ ? run.repeat : 1;
         const std::uint64_t times = group_times_of(run);
-        taped_layer* layer = taped(forward_layers_, run);
+        taped_layer* layer = taped(run);
         for (std::uint64_t w = 0; w < walks; ++w) {
             const block_id input = previous_block_;
             if (layer != nullptr && w >= 2 && layer->playable) {
@@ -799,7 +794,7 @@ private:
         const expansion& ex = expanded(run);
         const stage_handoff out = handoff(ex, st);
         const std::uint64_t walks = allocator_ ? run.repeat : 1;
-        taped_layer* layer = taped(backward_layers_, run);
+        taped_layer* layer = taped(run);
         const std::size_t pushed = walk_blocks::pushed(ex.kernels.size());
         for (std::uint64_t w = 0; w < walks; ++w) {
             // A taped layer's externals: what its forward left, on top of the
@@ -919,9 +914,8 @@ private:
     // (kernel::saved_with_graph), freed when the backward ends.
     bytes graph_kept_{};
     growing_vector<block_id> graph_kept_blocks_;
-    // Replaying with taped layers: each run's, by run index, forward and backward.
-    std::vector<taped_layer> forward_layers_;
-    std::vector<taped_layer> backward_layers_;
+    bool tape_layers_ = false;
+    taped_layer taped_;  // the run's taped layer, while its forward or backward runs
     // Scratch: a played layer's allocations' blocks, a taped one's hand-on.
     growing_vector<block_id> placed_;
     growing_vector<block_id> handed_;
