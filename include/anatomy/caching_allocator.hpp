@@ -215,6 +215,7 @@ public:
         detail::require(tape.self_contained && layer_tape_ == nullptr,
                         "anatomy::caching_allocator::play: the tape frees blocks it does not name, or a layer's "
                         "tape is being written");
+        ++tapes_played_;
         placed.clear();
         placed.extend(tape.allocations);
         block_id* at = placed.data();
@@ -256,18 +257,8 @@ public:
         const block* x = id < blocks_.size() ? blocks_.data() + id : nullptr;
         if (x == nullptr || x->free || x->dead)
             throw error("anatomy::caching_allocator::release: the block is not live; a tensor was freed twice");
-        if (tape_ != nullptr) {
-            const std::size_t ordinal = x->tape_ordinal;
-            if (ordinal == untaped) tape_->self_contained = false;
-            tape_->events.push_back({.value = ordinal, .call = allocator_call::release});
-        }
-        if (layer_tape_ != nullptr) {
-            const std::size_t ordinal = x->layer_ordinal;
-            if (ordinal == untaped) layer_tape_->self_contained = false;
-            const bool external = ordinal != untaped && (ordinal & external_ref) != 0;
-            layer_tape_->events.push_back({.value = external ? ordinal & ~external_ref : ordinal,
-                                           .call = external ? allocator_call::release_external : allocator_call::release});
-        }
+        if (tape_ != nullptr) tape_release(*tape_, x->tape_ordinal);
+        if (layer_tape_ != nullptr) tape_release(*layer_tape_, x->layer_ordinal);
         free_block(id);
         if (timeline_ != nullptr) record_sample();
     }
@@ -303,6 +294,8 @@ public:
     constexpr bytes peak_allocated() const { return bytes{peak_allocated_}; }
     constexpr bytes peak_reserved() const { return bytes{peak_reserved_}; }
     constexpr bool out_of_memory() const { return out_of_memory_; }
+    // How many tapes, of steps and of layers, were played: calls not walked.
+    constexpr std::size_t tapes_played() const { return tapes_played_; }
     // How many free blocks the pools cache.
     constexpr std::size_t cached_blocks() const {
         std::size_t n = 0;
@@ -513,6 +506,7 @@ private:
     std::uint64_t peak_reserved_ = 0;
     std::uint64_t segments_ = 0;
     bool out_of_memory_ = false;
+    std::size_t tapes_played_ = 0;
     // Built-in arrays and growing_vector: cheap in constant evaluation,
     // where a replay must fit g++'s operation limit (growing_vector.hpp).
     detail::growing_vector<block> blocks_;
@@ -529,6 +523,13 @@ private:
     static constexpr std::size_t tape_allocation(allocator_tape& tape, bytes request, tensor_owner owner, block_use use) {
         tape.events.push_back({.value = request.count, .call = allocator_call::allocate, .owner = owner, .use = use});
         return tape.allocations++;
+    }
+    // The release of the block `tape` names `ordinal` (a step's tape names no external).
+    static constexpr void tape_release(allocator_tape& tape, std::size_t ordinal) {
+        if (ordinal == untaped) tape.self_contained = false;
+        const bool external = ordinal != untaped && (ordinal & external_ref) != 0;
+        tape.events.push_back({.value = external ? ordinal & ~external_ref : ordinal,
+                               .call = external ? allocator_call::release_external : allocator_call::release});
     }
 };
 

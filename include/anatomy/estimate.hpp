@@ -571,14 +571,14 @@ private:
         layer = taped_layer{};
         allocator_->layer_tape_into(&layer.tape, externals, count);
     }
-    // Ends the tape; `handed_on[0, count)` are the blocks the layer hands on.
-    constexpr void stop_taping(taped_layer& layer, const live_bytes& walked, const block_id* handed_on,
+    // Ends the tape. The layer hands on `first`, then rest[0, count).
+    constexpr void stop_taping(taped_layer& layer, const live_bytes& walked, block_id first, const block_id* rest,
                                std::size_t count) {
         allocator_->layer_tape_into(nullptr);
         layer.walked = walked;
         layer.playable = layer.tape.self_contained;
-        for (std::size_t i = 0; i < count; ++i) {
-            const std::size_t ref = allocator_->layer_ref(handed_on[i]);
+        for (std::size_t i = 0; i <= count; ++i) {
+            const std::size_t ref = allocator_->layer_ref(i == 0 ? first : rest[i - 1]);
             layer.playable = layer.playable && ref != untaped_ref;
             layer.outputs.push_back(ref);
         }
@@ -682,11 +682,8 @@ private:
             if (taping) {
                 layer->forward_scoped = live_bytes::signed_size(walk.forward_scoped());
                 // The output, then what push_blocks_to recorded.
-                handed_.clear();
-                handed_.push_back(previous_block_);
-                for (std::size_t i = recorded_.size() - walk_blocks::pushed(ex.kernels.size()); i < recorded_.size(); ++i)
-                    handed_.push_back(recorded_[i]);
-                stop_taping(*layer, one, handed_.data(), handed_.size());
+                const std::size_t pushed = walk_blocks::pushed(ex.kernels.size());
+                stop_taping(*layer, one, previous_block_, recorded_.data() + (recorded_.size() - pushed), pushed);
             }
         }
         // Past the first layers' stage, the embedding output held for them is freed.
@@ -867,10 +864,8 @@ private:
             if (taping) {
                 layer->graph_kept = graph_kept_ - kept_bytes_before;
                 // The input's gradient, then what went to the graph.
-                handed_.clear();
-                handed_.push_back(output_grad);
-                for (std::size_t i = kept_before; i < graph_kept_blocks_.size(); ++i) handed_.push_back(graph_kept_blocks_[i]);
-                stop_taping(*layer, one, handed_.data(), handed_.size());
+                stop_taping(*layer, one, output_grad, graph_kept_blocks_.data() + kept_before,
+                            graph_kept_blocks_.size() - kept_before);
             }
         }
         return output_grad;
@@ -916,9 +911,7 @@ private:
     growing_vector<block_id> graph_kept_blocks_;
     bool tape_layers_ = false;
     taped_layer taped_;  // the run's taped layer, while its forward or backward runs
-    // Scratch: a played layer's allocations' blocks, a taped one's hand-on.
-    growing_vector<block_id> placed_;
-    growing_vector<block_id> handed_;
+    growing_vector<block_id> placed_;  // a played layer's allocations' blocks
 };
 
 constexpr step_peaks walk_step(const op_graph& graph, const model_spec& m, const recipe& r, const shape& s,

@@ -15,6 +15,7 @@
 #include <array>
 #include <cstdint>
 #include <string_view>
+#include <utility>
 
 using namespace anatomy;
 
@@ -86,6 +87,23 @@ TEST_CASE("a taped replay records the timeline that walking every step does", "[
             CHECK(taped.phases[i].sample == walked.phases[i].sample);
             CHECK(std::string_view(taped.phases[i].name) == walked.phases[i].name);
         }
+    }
+}
+
+TEST_CASE("a taped replay walks two layers of a run and plays the rest, and walks one step of three", "[tape]") {
+    // llama-3.2-1b: its 16 layers are one run. The first step walks layers
+    // 1 and 2, forward and backward, and plays the other 14 each way; the
+    // second and third steps play the first's tape.
+    const model_spec& m = presets::llama_3_2_1b;
+    REQUIRE(m.layers == 16);
+    const recipe r{.weights = dtype::bf16};
+    const detail::prepared_step prepared = detail::prepare_step(m, r, devices::h200);
+    const shape s{.batch = 2, .seq = 512};
+    for (const auto& [mode, played] : {std::pair{detail::replay_mode::taped, std::size_t{2 * 14 + 2}},
+                                      std::pair{detail::replay_mode::walk_every_step, std::size_t{0}}}) {
+        caching_allocator a;
+        (void)detail::replay_on(prepared, m, r, s, devices::h200, a, nullptr, mode);
+        CHECK(a.tapes_played() == played);
     }
 }
 
