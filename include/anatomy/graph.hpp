@@ -247,8 +247,12 @@ private:
     stage& stage_;
 };
 
+// Builds into a graph its caller owns, so that lower() returns that graph
+// itself, not a copy of every stage and op.
 class graph_builder {
 public:
+    constexpr explicit graph_builder(op_graph& graph) : graph_(graph) {}
+
     constexpr stage_builder add(std::string_view name) {
         graph_.stages.push_back(stage{.name = name, .repeat = 1, .ops = {}});
         return stage_builder(graph_.stages.back());
@@ -273,10 +277,9 @@ public:
             return;
         }
     }
-    constexpr op_graph result() const { return graph_; }
 
 private:
-    op_graph graph_;  // not graph_{}: value-initializing zero-fills all 213 KB first
+    op_graph& graph_;
 };
 
 constexpr module_path in(std::string_view scope, std::string_view name) { return {scope, name}; }
@@ -763,10 +766,11 @@ constexpr void lower_t5(graph_builder& g, const model_spec& m) {
 
 constexpr op_graph lower(const model_spec& m) {
     validate(m);
-    detail::graph_builder g;
+    op_graph graph;  // not graph{}: value-initializing zero-fills all 213 KB first
+    detail::graph_builder g(graph);
     if (m.stack == stack_kind::encoder_decoder) detail::lower_t5(g, m);
     else detail::lower_stack(g, m);
-    return g.result();
+    return graph;
 }
 
 // Calls f(stage, op) for every op, once per stage (not per repeat).
