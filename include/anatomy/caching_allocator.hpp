@@ -91,13 +91,14 @@ struct memory_timeline {
 // of a run makes the same calls on its own externals.
 enum class allocator_call : std::uint8_t { allocate, release, release_external, release_all, mark };
 struct allocator_event {
-    // allocate: the bytes asked for; release: the ordinal of the allocation
+    // allocate: the block's bytes (the request rounded); release: the ordinal of the allocation
     // it frees; release_external: the index of the external it frees; mark:
     // the index of its name in allocator_tape::names.
     std::uint64_t value = 0;
     allocator_call call{};
     tensor_owner owner{};  // allocate, release_all
     block_use use{};       // allocate
+    std::uint8_t size_class = 0;  // allocate: the class of its block, which a play need not work out again
 };
 struct allocator_tape {
     detail::growing_vector<allocator_event> events;  // 16 bytes each: a llama-3-8b step is about 7,000
@@ -134,53 +135,9 @@ public:
     // and when the request cannot be met under the cap (an OOM).
     constexpr block_id allocate(bytes request, tensor_owner owner) { return allocate(request, owner, default_use(owner)); }
     constexpr block_id allocate(bytes request, tensor_owner owner, block_use use) {
-        const std::size_t ordinal = tape_ != nullptr ? tape_allocation(*tape_, request, owner, use) : untaped;
-        const std::size_t layer_ordinal =
-            layer_tape_ != nullptr ? tape_allocation(*layer_tape_, request, owner, use) : untaped;
-        // After a request failed the replay has its answer; the rest is not simulated.
-        if (request.count == 0 || out_of_memory_) return no_block;
         const std::uint64_t size = block_size(request).count;
-        const bool small = size <= small_size;
-        std::size_t b = best_fit(size, small);
-        if (b == none) {
-            const std::uint64_t segment = segment_size(size);
-            if (cap_ != 0 && reserved_ + segment > cap_) {
-                release_free_segments();
-                if (reserved_ + segment > cap_) {
-                    out_of_memory_ = true;
-                    return no_block;
-                }
-            }
-            b = new_segment(segment, small);
-        }
-        block* bs = blocks_.data();
-        // Split when the remainder is worth keeping.
-        const std::uint64_t rest = bs[b].size - size;
-        if (small ? rest >= allocator_min_block.count : rest > small_size) {
-            const std::size_t tail = add_block();
-            bs = blocks_.data();  // add_block may grow the blocks
-            block& head = bs[b];
-            // The tail follows the head in its segment.
-            bs[tail] = {.size = rest, .segment = head.segment, .offset = head.offset + size, .small = small,
-                        .prev = b, .next = head.next};
-            if (head.next != none) bs[head.next].prev = tail;
-            head.size = size;
-            head.next = tail;
-            list_free(tail);
-        }
-        block& taken = bs[b];
-        taken.free = false;
-        taken.owner = owner;
-        taken.use = use;
-        taken.tape_ordinal = ordinal;
-        taken.layer_ordinal = layer_ordinal;
-        allocated_ += taken.size;
-        used_[static_cast<std::size_t>(use)] += taken.size;
-        if (allocated_ > peak_allocated_) peak_allocated_ = allocated_;
-        if (timeline_ != nullptr) record_sample();
-        return b;
+        return allocate_block(size, size == 0 ? 0 : size_class(size), owner, use);
     }
-
     // Records every allocation and free into `timeline` from now on.
     constexpr void record_into(memory_timeline* timeline) { timeline_ = timeline; }
     // When recording: the phase `name` begins here.
@@ -221,7 +178,7 @@ public:
         block_id* at = placed.data();
         for (const allocator_event& e : tape.events) {
             switch (e.call) {
-                case allocator_call::allocate: *at++ = allocate(bytes{e.value}, e.owner, e.use); break;
+                case allocator_call::allocate: *at++ = allocate_block(e.value, e.size_class, e.owner, e.use); break;
                 case allocator_call::release: release(placed[e.value]); break;
                 case allocator_call::release_external: release(externals[e.value]); break;
                 case allocator_call::release_all: release_all(e.owner); break;
@@ -308,6 +265,54 @@ public:
 private:
     static constexpr std::size_t none = static_cast<std::size_t>(-1);
     static constexpr std::size_t untaped = untaped_ref;
+
+    // allocate() of a request rounded to `size` (0: none) in size class `c`.
+    constexpr block_id allocate_block(std::uint64_t size, std::size_t c, tensor_owner owner, block_use use) {
+        const std::size_t ordinal = tape_ != nullptr ? tape_allocation(*tape_, size, c, owner, use) : untaped;
+        const std::size_t layer_ordinal =
+            layer_tape_ != nullptr ? tape_allocation(*layer_tape_, size, c, owner, use) : untaped;
+        // After a request failed the replay has its answer; the rest is not simulated.
+        if (size == 0 || out_of_memory_) return no_block;
+        const bool small = size <= small_size;
+        std::size_t b = best_fit(size, c, small);
+        if (b == none) {
+            const std::uint64_t segment = segment_size(size);
+            if (cap_ != 0 && reserved_ + segment > cap_) {
+                release_free_segments();
+                if (reserved_ + segment > cap_) {
+                    out_of_memory_ = true;
+                    return no_block;
+                }
+            }
+            b = new_segment(segment, small);
+        }
+        block* bs = blocks_.data();
+        // Split when the remainder is worth keeping.
+        const std::uint64_t rest = bs[b].size - size;
+        if (small ? rest >= allocator_min_block.count : rest > small_size) {
+            const std::size_t tail = add_block();
+            bs = blocks_.data();  // add_block may grow the blocks
+            block& head = bs[b];
+            // The tail follows the head in its segment.
+            bs[tail] = {.size = rest, .segment = head.segment, .offset = head.offset + size, .small = small,
+                        .prev = b, .next = head.next};
+            if (head.next != none) bs[head.next].prev = tail;
+            head.size = size;
+            head.next = tail;
+            list_free(tail);
+        }
+        block& taken = bs[b];
+        taken.free = false;
+        taken.owner = owner;
+        taken.use = use;
+        taken.tape_ordinal = ordinal;
+        taken.layer_ordinal = layer_ordinal;
+        allocated_ += taken.size;
+        used_[static_cast<std::size_t>(use)] += taken.size;
+        if (allocated_ > peak_allocated_) peak_allocated_ = allocated_;
+        if (timeline_ != nullptr) record_sample();
+        return b;
+    }
 
     struct block {
         std::uint64_t size = 0;
@@ -427,10 +432,9 @@ private:
     // The smallest free block of the pool that fits, the lowest address
     // among equals: the first at least `size` in its own class, or
     // else the first of the next occupied class.
-    constexpr std::size_t best_fit(std::uint64_t size, bool small) {
+    constexpr std::size_t best_fit(std::uint64_t size, std::size_t c, bool small) {
         const std::size_t pool = small ? 1 : 0;
         const block* bs = blocks_.data();
-        std::size_t c = size_class(size);
         std::size_t b = first_free_[pool][c];
         while (b != none && bs[b].size < size) b = bs[b].next_free;
         if (b == none) {
@@ -520,8 +524,10 @@ private:
     allocator_tape* layer_tape_ = nullptr;
 
     // An allocation's ordinal on `tape`.
-    static constexpr std::size_t tape_allocation(allocator_tape& tape, bytes request, tensor_owner owner, block_use use) {
-        tape.events.push_back({.value = request.count, .call = allocator_call::allocate, .owner = owner, .use = use});
+    static constexpr std::size_t tape_allocation(allocator_tape& tape, std::uint64_t size, std::size_t c,
+                                                 tensor_owner owner, block_use use) {
+        tape.events.push_back({.value = size, .call = allocator_call::allocate, .owner = owner, .use = use,
+                               .size_class = static_cast<std::uint8_t>(c)});
         return tape.allocations++;
     }
     // The release of the block `tape` names `ordinal` (a step's tape names no external).
