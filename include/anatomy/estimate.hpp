@@ -517,7 +517,9 @@ constexpr gradient_reduction reduction(const recipe& r, const stage& st) {
 // would: a walk never reads the allocator's answers, and the layers of a run
 // share their kernels, so the same externals are blocks in each. (After an
 // out-of-memory they are all no_block, but then the replay's answer is
-// settled: the peaks no longer move.)
+// settled: the peaks no longer move.) The passes of a cycle of the layer
+// pattern (Gemma's sliding and full layers) are taped and played the same
+// way, a pass for a layer.
 class step_walker {
 public:
     constexpr step_walker(const op_graph& graph, const model_spec& m, const recipe& r, const shape& s,
@@ -565,8 +567,22 @@ private:
     };
 
     // Where `run`'s layer is taped, forward or backward (one run at a
-    // time), when layers are taped and the run has layers past the second.
-    constexpr taped_layer* taped(const layer_run& run) { return tape_layers_ && run.repeat > 2 ? &taped_ : nullptr; }
+    // time), when layers are taped and the run has layers past the second;
+    // not while a pass of its cycle is taped, which walks every layer.
+    constexpr taped_layer* taped(const layer_run& run) {
+        return tape_layers_ && !taping_pass_ && run.repeat > 2 ? &taped_ : nullptr;
+    }
+    // Where a pass of `group`, a cycle of the layer pattern, is taped, when
+    // it has passes past the second. Its passes make the same calls, as a
+    // run's layers do (the first may pin the embedding output), so the second
+    // is taped and played for the rest. The head's run and cross-attention
+    // do more in backward than their run's walk: no cycle holds them.
+    constexpr taped_layer* taped(const run_group& group) {
+        if (!tape_layers_ || group.times <= 2) return nullptr;
+        for (std::size_t i = group.first; i < group.first + group.count; ++i)
+            if (i + 1 == plan_.run_count || reads_encoder(graph_.stages[plan_.runs[i].stage])) return nullptr;
+        return &taped_;
+    }
     constexpr void start_taping(taped_layer& layer, const block_id* externals, std::size_t count) {
         layer = taped_layer{};
         allocator_->layer_tape_into(&layer.tape, externals, count);
@@ -593,6 +609,36 @@ private:
         if (ref == no_ref) return no_block;
         return (ref & external_ref) != 0 ? externals[ref & ~external_ref] : placed_[ref];
     }
+    // A taped forward (a layer's or a pass's) played from the current input:
+    // what its walk would have done.
+    constexpr void play_forward(const taped_layer& layer, running& target) {
+        const block_id input = previous_block_;
+        play(layer, &input);
+        target.repeat(layer.walked, 1);
+        forward_scoped_ = running::sum(forward_scoped_, layer.forward_scoped);
+        previous_block_ = handed_on(layer, 0, &input);
+        for (std::size_t i = 1; i < layer.outputs.size(); ++i) recorded_.push_back(handed_on(layer, i, &input));
+    }
+    // A taped backward played on the `left` blocks its forward left on top
+    // of recorded_ and the gradient of its output; returns its input's gradient.
+    constexpr block_id play_backward(const taped_layer& layer, running& target, std::size_t left, block_id output_grad) {
+        recorded_.push_back(output_grad);
+        const block_id* external = recorded_.data() + (recorded_.size() - (left + 1));
+        play(layer, external);
+        target.repeat(layer.walked, 1);
+        graph_kept_ += layer.graph_kept;
+        const block_id input_grad = handed_on(layer, 0, external);
+        for (std::size_t i = 1; i < layer.outputs.size(); ++i) graph_kept_blocks_.push_back(handed_on(layer, i, external));
+        recorded_.truncate(recorded_.size() - (left + 1));
+        return input_grad;
+    }
+    // How many blocks a pass of `group` leaves on recorded_ for its backward.
+    constexpr std::size_t left_by_pass(const run_group& group) const {
+        std::size_t n = 0;
+        for (std::size_t i = group.first; i < group.first + group.count; ++i)
+            n += static_cast<std::size_t>(plan_.runs[i].repeat) * walk_blocks::pushed(plan_.expansions[i].kernels.size());
+        return n;
+    }
 
     constexpr bool checkpointed(std::size_t stage_index) const {
         return !r_.inference && r_.grad_checkpointing && graph_.stages[stage_index].block;
@@ -618,14 +664,47 @@ private:
     constexpr void forward(running& fwd) {
         for (std::size_t g = 0; g < plan_.group_count; ++g) {
             const run_group& group = plan_.groups[g];
-            // Replaying, every pass is walked; otherwise one pass, extrapolated.
-            const std::uint64_t passes = allocator_ ? group.times : 1;
-            running one_pass{};
-            running& target = group.times > 1 && !allocator_ ? one_pass : fwd;
-            for (std::uint64_t pass = 0; pass < passes; ++pass)
+            if (!allocator_) {
+                // One pass, extrapolated.
+                running one_pass{};
+                running& target = group.times > 1 ? one_pass : fwd;
                 for (std::size_t i = group.first; i < group.first + group.count; ++i) forward_run(plan_.runs[i], target);
-            if (&target == &one_pass) fwd.repeat(one_pass.as_walk(), group.times);
+                if (&target == &one_pass) fwd.repeat(one_pass.as_walk(), group.times);
+                continue;
+            }
+            // Replaying, every pass makes its calls: the second's taped, played for the later ones.
+            taped_layer* tape = taped(group);
+            for (std::uint64_t pass = 0; pass < group.times; ++pass) {
+                if (tape != nullptr && pass >= 2 && tape->playable) {
+                    play_forward(*tape, fwd);
+                } else if (tape != nullptr && pass == 1) {
+                    tape_forward_pass(group, *tape, fwd);
+                    if (!tape->playable) tape = nullptr;  // the later passes walk, and may tape their layers
+                } else {
+                    for (std::size_t i = group.first; i < group.first + group.count; ++i) forward_run(plan_.runs[i], fwd);
+                }
+            }
         }
+    }
+    // Walks a pass of `group` with every layer walked, taping it into `tape`.
+    // It is played only if it holds no embedding output past its end: a
+    // played pass does not set held_embedding_.
+    constexpr void tape_forward_pass(const run_group& group, taped_layer& tape, running& fwd) {
+        const block_id input = previous_block_;
+        const bool nothing_held = held_embedding_.count == 0;
+        const std::size_t recorded_before = recorded_.size();
+        const std::int64_t scoped_before = forward_scoped_;
+        start_taping(tape, &input, 1);
+        taping_pass_ = true;
+        running pass{};
+        for (std::size_t i = group.first; i < group.first + group.count; ++i) forward_run(plan_.runs[i], pass);
+        taping_pass_ = false;
+        fwd.repeat(pass.as_walk(), 1);
+        tape.forward_scoped = forward_scoped_ - scoped_before;
+        // The output, then what the pass's layers recorded.
+        stop_taping(tape, pass.as_walk(), previous_block_, recorded_.data() + recorded_before,
+                    recorded_.size() - recorded_before);
+        tape.playable = tape.playable && nothing_held && held_embedding_.count == 0;
     }
 
     constexpr void forward_run(const layer_run& run, running& target) {
@@ -641,11 +720,7 @@ private:
         for (std::uint64_t w = 0; w < walks; ++w) {
             const block_id input = previous_block_;
             if (layer != nullptr && w >= 2 && layer->playable) {
-                play(*layer, &input);
-                target.repeat(layer->walked, 1);
-                forward_scoped_ = running::sum(forward_scoped_, layer->forward_scoped);
-                previous_block_ = handed_on(*layer, 0, &input);
-                for (std::size_t i = 1; i < layer->outputs.size(); ++i) recorded_.push_back(handed_on(*layer, i, &input));
+                play_forward(*layer, target);
                 continue;
             }
             const bool taping = layer != nullptr && w == 1;
@@ -748,7 +823,17 @@ private:
             const std::uint64_t passes = allocator_ ? group.times : 1;
             running one_pass{};
             running& target = group.times > 1 && !allocator_ ? one_pass : bwd;
+            taped_layer* tape = allocator_ ? taped(group) : nullptr;
             for (std::uint64_t pass = 0; pass < passes; ++pass) {
+                if (tape != nullptr && pass >= 2 && tape->playable) {
+                    output_grad = play_backward(*tape, bwd, left_by_pass(group), output_grad);
+                    continue;
+                }
+                if (tape != nullptr && pass == 1) {
+                    output_grad = tape_backward_pass(group, *tape, bwd, grads_exist, output_grad);
+                    if (!tape->playable) tape = nullptr;  // the later passes walk, and may tape their layers
+                    continue;
+                }
                 for (std::size_t i = group.first + group.count; i-- > group.first;) {
                     const layer_run& run = plan_.runs[i];
                     const stage& st = graph_.stages[run.stage];
@@ -785,6 +870,30 @@ private:
         graph_kept_blocks_.clear();
     }
 
+    // Walks a pass of `group` backward with every layer walked, taping it
+    // into `tape`: its externals are what its forward left, then its
+    // output's gradient. Returns its input's gradient.
+    constexpr block_id tape_backward_pass(const run_group& group, taped_layer& tape, running& bwd, bool grads_exist,
+                                          block_id output_grad) {
+        const std::size_t left = left_by_pass(group);
+        const std::size_t kept_before = graph_kept_blocks_.size();
+        const bytes kept_bytes_before = graph_kept_;
+        recorded_.push_back(output_grad);
+        start_taping(tape, recorded_.data() + (recorded_.size() - (left + 1)), left + 1);
+        recorded_.pop_back();
+        taping_pass_ = true;
+        running pass{};
+        for (std::size_t i = group.first + group.count; i-- > group.first;)
+            output_grad = backward_run(plan_.runs[i], pass, grads_exist, false, output_grad);
+        taping_pass_ = false;
+        bwd.repeat(pass.as_walk(), 1);
+        tape.graph_kept = graph_kept_ - kept_bytes_before;
+        // The input's gradient, then what went to the graph.
+        stop_taping(tape, pass.as_walk(), output_grad, graph_kept_blocks_.data() + kept_before,
+                    graph_kept_blocks_.size() - kept_before);
+        return output_grad;
+    }
+
     constexpr block_id backward_run(const layer_run& run, running& target, bool grads_exist, bool encoder_grad,
                                     block_id output_grad) {
         const stage& st = graph_.stages[run.stage];
@@ -798,15 +907,7 @@ private:
             // stack, then its output's gradient, pushed on for the purpose.
             const std::size_t externals = pushed + 1;
             if (layer != nullptr && w >= 2 && layer->playable) {
-                recorded_.push_back(output_grad);
-                const block_id* external = recorded_.data() + (recorded_.size() - externals);
-                play(*layer, external);
-                target.repeat(layer->walked, 1);
-                graph_kept_ += layer->graph_kept;
-                output_grad = handed_on(*layer, 0, external);
-                for (std::size_t i = 1; i < layer->outputs.size(); ++i)
-                    graph_kept_blocks_.push_back(handed_on(*layer, i, external));
-                recorded_.truncate(recorded_.size() - externals);
+                output_grad = play_backward(*layer, target, pushed, output_grad);
                 continue;
             }
             const bool taping = layer != nullptr && w == 1;
@@ -910,7 +1011,8 @@ private:
     bytes graph_kept_{};
     growing_vector<block_id> graph_kept_blocks_;
     bool tape_layers_ = false;
-    taped_layer taped_;  // the run's taped layer, while its forward or backward runs
+    bool taping_pass_ = false;  // a cycle's pass is being taped: its layers are all walked
+    taped_layer taped_;  // the run's taped layer or the cycle's taped pass, while its forward or backward runs
     growing_vector<block_id> placed_;  // a played layer's allocations' blocks
 };
 

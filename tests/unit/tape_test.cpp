@@ -107,6 +107,33 @@ TEST_CASE("a taped replay walks two layers of a run and plays the rest, and walk
     }
 }
 
+TEST_CASE("a taped replay plays a cycle's later passes, and walks those that hold the embedding output", "[tape]") {
+    // gemma-2-2b alternates sliding and full layers: 13 passes of a cycle of
+    // two one-layer runs. The first step walks passes 1 and 2, forward and
+    // backward, and plays the other 11 each way.
+    const recipe r{.weights = dtype::bf16};
+    const shape s{.batch = 2, .seq = 512};
+    const model_spec& gemma2 = presets::gemma_2_2b;
+    REQUIRE(gemma2.layers == 26);
+    // gemma-3-1b: 4 passes of five sliding layers and a full one, then two
+    // sliding layers. Each pass's first layer pins its input, and only the
+    // last two layers free what is pinned, so no forward pass is played: the
+    // second is taped, walking every layer, and the other three play three
+    // layers of their five-layer run each (9). Backward walks the first pass
+    // (3 layers played), tapes the second and plays the last 2.
+    const model_spec& gemma3 = presets::gemma_3_1b;
+    REQUIRE(gemma3.layers == 26);
+    for (const auto& [m, played] : {std::pair{&gemma2, std::size_t{2 * 11 + 2}}, std::pair{&gemma3, std::size_t{9 + 5 + 2}}}) {
+        const detail::prepared_step prepared = detail::prepare_step(*m, r, devices::h200);
+        caching_allocator taped;
+        (void)detail::replay_on(prepared, *m, r, s, devices::h200, taped, nullptr, detail::replay_mode::taped);
+        CHECK(taped.tapes_played() == played);
+        caching_allocator walked;
+        (void)detail::replay_on(prepared, *m, r, s, devices::h200, walked, nullptr, detail::replay_mode::walk_every_step);
+        CHECK(walked.tapes_played() == 0);
+    }
+}
+
 TEST_CASE("a tape names tensors by allocation, so its replay frees what it allocated", "[tape][allocator]") {
     caching_allocator first;
     allocator_tape tape;
