@@ -368,8 +368,9 @@ struct running {
             throw overflow_error("anatomy: a layer count overflows 63 bits; use fewer layers");
         const auto n = static_cast<std::int64_t>(times);
         note_peak(sum(live, one.peak), sum(grads, one.grads_at_peak));
-        note_peak(sum(sum(live, product(n - 1, one.now)), one.peak),
-                  sum(sum(grads, product(n - 1, one.grads)), one.grads_at_peak));
+        if (n > 1)  // the last walk, from where the others left live memory
+            note_peak(sum(sum(live, product(n - 1, one.now)), one.peak),
+                      sum(sum(grads, product(n - 1, one.grads)), one.grads_at_peak));
         live = sum(live, product(n, one.now));
         grads = sum(grads, product(n, one.grads));
     }

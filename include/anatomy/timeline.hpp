@@ -78,10 +78,10 @@ struct gradient_reduction {
 
 inline constexpr std::size_t slot_count = max_kernels_per_stage + 2;
 
+// A slot's index in arrays of slot_count: a kernel's own, then input_slot
+// (-1) and encoder_slot (-2). One compare: the walks index on every read.
 constexpr std::size_t index_of(tensor_slot s) {
-    if (s == input_slot) return max_kernels_per_stage;
-    if (s == encoder_slot) return max_kernels_per_stage + 1;
-    return static_cast<std::size_t>(s);
+    return s >= 0 ? static_cast<std::size_t>(s) : max_kernels_per_stage + static_cast<std::size_t>(-1 - s);
 }
 
 // The blocks a forward walk left allocated for its backward: each tensor's
@@ -144,15 +144,19 @@ public:
         : kernels_(kernels), output_(output), input_(input), encoder_(encoder), input_held_(input_held),
           blocks_(kernels.size()) {
         blocks_.tensor[index_of(input_slot)] = input_block;
-        for (std::size_t i = 0; i < kernels_.size(); ++i) grad_block_[i] = no_block;
-        grad_block_[index_of(input_slot)] = grad_block_[index_of(encoder_slot)] = no_block;
+        for (const std::size_t i : {index_of(input_slot), index_of(encoder_slot)}) {
+            clear(i);
+            root_[i] = static_cast<std::uint16_t>(i);
+        }
         for (std::size_t i = 0; i < kernels_.size(); ++i) {
-            root_[i] = root(static_cast<tensor_slot>(i));
+            // Kernel i reads slots up to its own: each is cleared before it is counted.
+            clear(i);
+            // A view reads an earlier slot, whose root is set.
+            root_[i] = static_cast<std::uint16_t>(kernels_[i].alias ? root_of(kernels_[i].in[0]) : i);
             for (tensor_slot s : kernels_[i].in)
-                if (s != no_slot) ++readers_[index_of(root_of(s))];
+                if (s != no_slot) ++readers_[root_of(s)];
             // A Python name is one more reader, until kernel i has run.
-            for (std::uint8_t j = 0; j < kernels_[i].reference_count; ++j)
-                ++readers_[index_of(root_of(kernels_[i].references[j]))];
+            for (std::uint8_t j = 0; j < kernels_[i].reference_count; ++j) ++readers_[root_of(kernels_[i].references[j])];
         }
     }
 
@@ -188,7 +192,7 @@ public:
         // must outlive their forward readers.
         if (saving)
             for (const kernel& k : kernels_)
-                for (std::uint8_t j = 0; j < k.recompute_count; ++j) ++saved_[index_of(root_of(k.recomputes_from[j]))];
+                for (std::uint8_t j = 0; j < k.recompute_count; ++j) ++saved_[root_of(k.recomputes_from[j])];
         for (std::size_t i = 0; i < end; ++i) {
             const kernel& k = kernels_[i];
             const bool made = i + 1 < end || last_runs;
@@ -199,31 +203,38 @@ public:
                 freed_[i] = true;
                 continue;
             }
-            if (!made) freed_[i] = true;  // stopped while saving its inputs: never made
-            else if (!k.alias) blocks_.tensor[i] = live.add(k.out);
-            if (made) live.touch(k.workspace);
-            if (made && saving) blocks_.extra[i] = live.add(k.saved_extra);
-            else if (made) live.touch(k.saved_extra);
-            if (saving && k.saves_weight_copy) {
-                blocks_.weight[i] = live.add(k.weight_copy);
-            } else if (k.caches_weight_copy) {
-                (void)live.add(k.weight_copy, tensor_owner::cache);
-                forward_scoped_ += k.weight_copy;
+            if (made) {
+                if (!k.alias) blocks_.tensor[i] = live.add(k.out);
+                live.touch(k.workspace);
+                if (saving) blocks_.extra[i] = live.add(k.saved_extra);
+                else live.touch(k.saved_extra);
             } else {
-                live.touch(k.weight_copy);
+                freed_[i] = true;  // stopped while saving its inputs: never made
             }
+            // Autocast's copy of the weight: most kernels have none.
+            if (k.weight_copy.count > 0) {
+                if (saving && k.saves_weight_copy) {
+                    blocks_.weight[i] = live.add(k.weight_copy);
+                } else if (k.caches_weight_copy) {
+                    (void)live.add(k.weight_copy, tensor_owner::cache);
+                    forward_scoped_ += k.weight_copy;
+                } else {
+                    live.touch(k.weight_copy);
+                }
+            }
+            std::size_t read[3];  // the inputs' roots, the first `reads`: for both loops below
+            std::size_t reads = 0;
             for (std::size_t j = 0; j < 3; ++j) {
                 if (k.in[j] == no_slot) continue;
-                const std::size_t r = index_of(root_of(k.in[j]));
+                const std::size_t r = read[reads++] = root_of(k.in[j]);
                 --readers_[r];
                 if (saving && (k.saves_inputs >> j & 1u)) ++saved_[r];
             }
-            if (saving && k.saves_output) ++saved_[index_of(root_of(static_cast<tensor_slot>(i)))];
-            for (std::uint8_t j = 0; j < k.reference_count; ++j) --readers_[index_of(root_of(k.references[j]))];
-            for (tensor_slot s : k.in)
-                if (s != no_slot) release_if_dead(root_of(s), live);
+            if (saving && k.saves_output) ++saved_[root_[i]];
+            for (std::uint8_t j = 0; j < k.reference_count; ++j) --readers_[root_of(k.references[j])];
+            for (std::size_t j = 0; j < reads; ++j) release_if_dead(read[j], live);
             for (std::uint8_t j = 0; j < k.reference_count; ++j) release_if_dead(root_of(k.references[j]), live);
-            release_if_dead(root_of(static_cast<tensor_slot>(i)), live);
+            release_if_dead(root_[i], live);
         }
         if (end < kernels_.size() || !last_runs) {
             // The recompute stopped: the kernels after it never read their
@@ -231,15 +242,15 @@ public:
             for (std::size_t i = end; i < kernels_.size(); ++i) {
                 freed_[i] = true;
                 for (tensor_slot s : kernels_[i].in)
-                    if (s != no_slot) --readers_[index_of(root_of(s))];
+                    if (s != no_slot) --readers_[root_of(s)];
                 for (std::uint8_t j = 0; j < kernels_[i].reference_count; ++j)
-                    --readers_[index_of(root_of(kernels_[i].references[j]))];
+                    --readers_[root_of(kernels_[i].references[j])];
             }
-            for (std::size_t i = 0; i < end; ++i) release_if_dead(root_of(static_cast<tensor_slot>(i)), live);
-            output_made_ = !freed_[index_of(root_of(output_))];
+            for (std::size_t i = 0; i < end; ++i) release_if_dead(root_[i], live);
+            output_made_ = !freed_[root_of(output_)];
         }
         --saved_[input];
-        release_if_dead(input_slot, live);
+        release_if_dead(input, live);
         input_freed_ = freed_[input];
         input_pinned_only_ = keep_input && saved_[input] == 1 && readers_[input] == 0;
         return live;
@@ -260,7 +271,7 @@ public:
     }
     // Takes the blocks push_to recorded for this stage back off `recorded`.
     constexpr void restore_from(growing_vector<block_id>& recorded) { blocks_.pop_from(recorded, kernels_.size()); }
-    constexpr block_id output_block() const { return blocks_.tensor[index_of(root_of(output_))]; }
+    constexpr block_id output_block() const { return blocks_.tensor[root_of(output_)]; }
     constexpr block_id input_block() const { return blocks_.tensor[index_of(input_slot)]; }
     // After backward: the block of the stage input's gradient.
     constexpr block_id input_grad_block() const { return grad_block_[index_of(input_slot)]; }
@@ -277,44 +288,42 @@ public:
         block_id param_blocks[max_kernels_per_stage];
         std::size_t param_grad_count = 0;
         live.allocator = allocator_;
-        grad_[index_of(root_of(output_))] = true;
-        grad_block_[index_of(root_of(output_))] = output_grad;
+        grad_[root_of(output_)] = true;
+        grad_block_[root_of(output_)] = output_grad;
         if (encoder_grad_alive) grad_[index_of(encoder_slot)] = true;
         for (std::size_t n = kernels_.size(); n-- > 0;) {
             const kernel& k = kernels_[n];
-            const auto self = static_cast<tensor_slot>(n);
-            if (!k.requires_grad || !grad_[index_of(root_of(self))]) {
-                release_saved(k, self, live);
+            if (!k.requires_grad || !grad_[root_[n]]) {
+                release_saved(k, n, live);
                 continue;
             }
+            // A view's gradient is its base's (its root's), alive already: a
+            // reader of hidden[:, 0] allocated zeros of the base's shape.
+            if (k.alias) continue;
             // Transients of this backward: its scratch, gradients summed into
             // existing ones, and (accumulating) the new parameter gradients.
-            // Each is its own tensor; all are alive at once at worst.
-            bytes transients[6]{k.backward_workspace.tensors[0], k.backward_workspace.tensors[1]};
-            block_id transient_blocks[6]{};
-            std::size_t transient_count = 2;
+            // Each is its own tensor; all are alive at once at worst. Empty
+            // ones are left out: live_bytes would skip them.
+            bytes transients[6];  // the first transient_count
+            block_id transient_blocks[6];
+            std::size_t transient_count = 0;
+            const auto transient = [&](bytes b) {
+                if (b.count > 0) transients[transient_count++] = b;
+            };
+            transient(k.backward_workspace.tensors[0]);
+            transient(k.backward_workspace.tensors[1]);
             for (std::size_t j = 0; j < 3; ++j) {
-                if (k.in[j] == no_slot || !(k.grad_inputs >> j & 1u)) continue;
-                const std::size_t r = index_of(root_of(k.in[j]));
-                if (k.alias) continue;  // a view's gradient is its base's
+                if (!(k.grad_inputs >> j & 1u) || k.in[j] == no_slot) continue;
+                const std::size_t r = root_of(k.in[j]);
                 if (grad_[r]) {
-                    transients[transient_count++] = size_of_slot(root_of(k.in[j]));
+                    transient(size_of(r));
                 } else {
                     grad_[r] = true;
-                    grad_block_[r] = live.add(size_of_slot(root_of(k.in[j])));
+                    grad_block_[r] = live.add(size_of(r));
                 }
-            }
-            if (k.alias) {
-                // hidden[:, 0] backward: zeros of the base's shape, then a scatter.
-                const std::size_t r = index_of(root_of(k.in[0]));
-                if (!grad_[r]) {
-                    grad_[r] = true;
-                    grad_block_[r] = live.add(size_of_slot(root_of(k.in[0])));
-                }
-                continue;
             }
             if (grads_exist) {
-                transients[transient_count++] = k.param_grads;
+                transient(k.param_grads);
             } else if (k.param_grads.count > 0) {
                 param_blocks[param_grad_count] = live.add_grad(k.param_grads);
                 param_grads[param_grad_count++] = k.param_grads;
@@ -327,7 +336,7 @@ public:
                 live.sub(k.out, grad_block_[n]);
                 grad_block_[n] = no_block;
             }
-            release_saved(k, self, live);
+            release_saved(k, n, live);
         }
         if (reduce.world > 1) {
             for (std::size_t g = 0; g < param_grad_count; ++g) {
@@ -348,12 +357,11 @@ public:
     template <class F>
     constexpr void hand_over_graph(F&& f) {
         for (std::size_t g = 0; g < graph_kept_count_; ++g) {
-            const tensor_slot r = graph_kept_[g];
-            const std::size_t i = index_of(r);
+            const std::size_t i = graph_kept_[g];
             --saved_[i];
-            if (freed_[i] || readers_[i] > 0 || saved_[i] > 0 || kept(r)) continue;
+            if (freed_[i] || readers_[i] > 0 || saved_[i] > 0 || kept(i)) continue;
             freed_[i] = true;
-            f(size_of_slot(r), blocks_.tensor[i]);
+            f(size_of(i), blocks_.tensor[i]);
         }
         graph_kept_count_ = 0;
     }
@@ -370,16 +378,13 @@ public:
     constexpr bool alive(std::size_t i) const { return !kernels_[i].alias && !freed_[i]; }
 
 private:
-    constexpr tensor_slot root(tensor_slot s) const {
-        while (s >= 0 && kernels_[static_cast<std::size_t>(s)].alias) s = kernels_[static_cast<std::size_t>(s)].in[0];
-        return s;
-    }
-    constexpr tensor_slot root_of(tensor_slot s) const { return s >= 0 ? root_[static_cast<std::size_t>(s)] : s; }
+    // The index of the tensor slot `s` is a view of (itself if none).
+    constexpr std::size_t root_of(tensor_slot s) const { return root_[index_of(s)]; }
 
-    constexpr bytes size_of_slot(tensor_slot s) const {
-        if (s == input_slot) return input_.size;
-        if (s == encoder_slot) return encoder_.size;
-        return kernels_[static_cast<std::size_t>(s)].out;
+    // The size of the tensor at index `i`.
+    constexpr bytes size_of(std::size_t i) const {
+        if (i < max_kernels_per_stage) return kernels_[i].out;
+        return i == index_of(input_slot) ? input_.size : encoder_.size;
     }
 
     // What the checkpoint's pack hook sees: bitsandbytes' ctx.tensors
@@ -389,42 +394,54 @@ private:
                k.saves_weight_copy || k.recompute_count > 0;
     }
 
-    constexpr bool kept(tensor_slot s) const {
-        if (s == encoder_slot || s == root_of(output_)) return true;
-        if (s == input_slot) return input_held_;
-        return s >= 0 && kernels_[static_cast<std::size_t>(s)].held;
+    // Slot i's state before the walk. Only the stage's slots are set: the
+    // arrays are sized for the largest stage, and clearing them whole cost more.
+    constexpr void clear(std::size_t i) {
+        readers_[i] = saved_[i] = 0;
+        freed_[i] = grad_[i] = false;
+        grad_block_[i] = no_block;
     }
 
-    constexpr void release_if_dead(tensor_slot s, live_bytes& live) {
-        const std::size_t i = index_of(s);
-        if (freed_[i] || readers_[i] > 0 || saved_[i] > 0 || kept(s)) return;
+    // Whether the tensor at index `i` outlives the stage.
+    constexpr bool kept(std::size_t i) const {
+        if (i == index_of(encoder_slot) || i == root_of(output_)) return true;
+        if (i == index_of(input_slot)) return input_held_;
+        return kernels_[i].held;
+    }
+
+    // Frees the tensor at index `i` if nothing holds it any more. The
+    // counts are checked inline: most calls stop there.
+    constexpr void release_if_dead(std::size_t i, live_bytes& live) {
+        if (readers_[i] == 0 && saved_[i] == 0 && !freed_[i]) release_unless_kept(i, live);
+    }
+    constexpr void release_unless_kept(std::size_t i, live_bytes& live) {
+        if (kept(i)) return;
         freed_[i] = true;
-        live.sub(size_of_slot(s), blocks_.tensor[i]);
+        live.sub(size_of(i), blocks_.tensor[i]);
     }
 
-    constexpr void release_saved(const kernel& k, tensor_slot self, live_bytes& live) {
+    // Kernel i's backward has run: what it saved is let go.
+    constexpr void release_saved(const kernel& k, std::size_t i, live_bytes& live) {
         if (!k.requires_grad) return;
         for (std::size_t j = 0; j < 3; ++j) {
-            if (k.in[j] == no_slot || !(k.saves_inputs >> j & 1u)) continue;
-            const tensor_slot r = root_of(k.in[j]);
+            if (!(k.saves_inputs >> j & 1u) || k.in[j] == no_slot) continue;
+            const std::size_t r = root_of(k.in[j]);
             if (k.saved_with_graph) {
-                graph_kept_[graph_kept_count_++] = r;
+                graph_kept_[graph_kept_count_++] = static_cast<std::uint16_t>(r);
                 continue;
             }
-            --saved_[index_of(r)];
+            --saved_[r];
             release_if_dead(r, live);
         }
         if (k.saves_output) {
-            const tensor_slot r = root_of(self);
-            --saved_[index_of(r)];
-            release_if_dead(r, live);
+            --saved_[root_[i]];
+            release_if_dead(root_[i], live);
         }
         for (std::uint8_t j = 0; j < k.recompute_count; ++j) {
-            const tensor_slot r = root_of(k.recomputes_from[j]);
-            --saved_[index_of(r)];
+            const std::size_t r = root_of(k.recomputes_from[j]);
+            --saved_[r];
             release_if_dead(r, live);
         }
-        const auto i = static_cast<std::size_t>(self);
         live.sub(k.saved_extra, blocks_.extra[i]);
         if (saving_ && k.saves_weight_copy) live.sub(k.weight_copy, blocks_.weight[i]);
     }
@@ -434,17 +451,18 @@ private:
     stage_input_info input_;
     stage_input_info encoder_;
     bool input_held_ = false;
-    tensor_slot root_[max_kernels_per_stage];  // set for the stage's kernels
-    std::uint16_t readers_[slot_count]{};
-    std::uint16_t saved_[slot_count]{};
-    bool freed_[slot_count]{};
+    std::uint16_t root_[slot_count];  // by index, the root's index; set for the stage's slots
+    // Set for the stage's slots (clear()):
+    std::uint16_t readers_[slot_count];
+    std::uint16_t saved_[slot_count];
+    bool freed_[slot_count];
+    bool grad_[slot_count];
+    block_id grad_block_[slot_count];
     bool output_made_ = true;
-    bool grad_[slot_count]{};
-    block_id grad_block_[slot_count];  // set for the stage's slots
     walk_blocks blocks_;
     bytes forward_scoped_{};
     caching_allocator* allocator_ = nullptr;
-    tensor_slot graph_kept_[3 * max_kernels_per_stage];  // the first graph_kept_count_
+    std::uint16_t graph_kept_[3 * max_kernels_per_stage];  // indices, the first graph_kept_count_
     std::size_t graph_kept_count_ = 0;
     bool saving_ = false;
     bool input_freed_ = false;
