@@ -564,6 +564,9 @@ private:
         live_bytes walked{};  // the walk's own count, the same for every layer
         std::int64_t forward_scoped = 0;
         bytes graph_kept{};
+        // A pass that leaves its input pinned as the embedding output (a
+        // cycle's first run pins its input in every pass): the input's size.
+        bytes pinned{};
         bool playable = false;
     };
 
@@ -619,6 +622,10 @@ private:
         forward_scoped_ = running::sum(forward_scoped_, layer.forward_scoped);
         previous_block_ = handed_on(layer, 0, &input);
         for (std::size_t i = 1; i < layer.outputs.size(); ++i) recorded_.push_back(handed_on(layer, i, &input));
+        if (layer.pinned.count > 0) {
+            held_embedding_ = layer.pinned;
+            held_embedding_block_ = input;
+        }
     }
     // A taped backward played on the `left` blocks its forward left on top
     // of recorded_ and the gradient of its output; returns its input's gradient.
@@ -688,11 +695,13 @@ private:
         }
     }
     // Walks a pass of `group` with every layer walked, taping it into `tape`.
-    // It is played only if it holds no embedding output past its end: a
-    // played pass does not set held_embedding_.
+    // What the walker holds as the embedding output after it must be what a
+    // play can set: nothing, what was held before it (untouched), or its own
+    // input, pinned.
     constexpr void tape_forward_pass(const run_group& group, taped_layer& tape, running& fwd) {
         const block_id input = previous_block_;
-        const bool nothing_held = held_embedding_.count == 0;
+        const bytes held_before = held_embedding_;
+        const block_id held_block_before = held_embedding_block_;
         const std::size_t recorded_before = recorded_.size();
         const std::int64_t scoped_before = forward_scoped_;
         start_taping(tape, &input, 1);
@@ -705,7 +714,11 @@ private:
         // The output, then what the pass's layers recorded.
         stop_taping(tape, pass.as_walk(), previous_block_, recorded_.data() + recorded_before,
                     recorded_.size() - recorded_before);
-        tape.playable = tape.playable && nothing_held && held_embedding_.count == 0;
+        const bool untouched = held_embedding_ == held_before && held_embedding_block_ == held_block_before;
+        const bool pins_input = held_embedding_.count > 0 && held_embedding_block_ == input && input != no_block;
+        if (pins_input) tape.pinned = held_embedding_;
+        // Both at once (its input already held) would leave a play unsure which to do.
+        tape.playable = tape.playable && (held_embedding_.count == 0 || untouched != pins_input);
     }
 
     constexpr void forward_run(const layer_run& run, running& target) {
