@@ -326,8 +326,8 @@ constexpr state_count count_model_state(const op_graph& graph, const recipe& r, 
 
 // What one stage hands to the next: its output tensor.
 struct stage_handoff {
-    stage_input_info output{};
-    tensor_slot slot = no_slot;
+    stage_input_info output;
+    tensor_slot slot;
 };
 
 constexpr stage_handoff handoff(const expansion& ex, const stage& st) {
@@ -399,19 +399,21 @@ struct step_peaks {
     std::int64_t grads_at_backward_peak = 0;  // parameter gradients alive at the backward peak
 };
 
-// A run of identical layers of one stage, from one input.
+// A run of identical layers of one stage, from one input. This, run_group
+// and stage_handoff have no default member initializers: step_plan's arrays
+// of them are set only up to their counts.
 struct layer_run {
-    std::size_t stage = 0;
-    stage_input_info input{};
-    std::uint64_t repeat = 0;
+    std::size_t stage;
+    stage_input_info input;
+    std::uint64_t repeat;
 };
 
 // Runs [first, first + count) walked `times` times in a row: a stage, or one
 // cycle of the layer pattern.
 struct run_group {
-    std::size_t first = 0;
-    std::size_t count = 0;
-    std::uint64_t times = 1;
+    std::size_t first;
+    std::size_t count;
+    std::uint64_t times;
 };
 
 inline constexpr std::size_t max_runs = 2 * max_stages + 8;
@@ -420,13 +422,19 @@ inline constexpr std::size_t max_runs = 2 * max_stages + 8;
 // (one that needs no gradient, under LoRA's frozen embeddings) is two runs,
 // and a cycle whose first pass does is walked once, then times - 1 more.
 // Each run's kernels are expanded once, here, for the plan and both walks.
+// The arrays are set only up to their counts (zeroing them all cost 1.5 %
+// of an estimate), so a plan is built in place, never copied.
 struct step_plan {
-    layer_run runs[max_runs]{};
+    constexpr step_plan(const op_graph& graph, const model_spec& m, const recipe& r, const shape& s,
+                        const device_profile& d);
+    step_plan(const step_plan&) = delete;
+
+    layer_run runs[max_runs];
     std::size_t run_count = 0;
     std::vector<expansion> expansions;  // by run
-    run_group groups[max_runs]{};
+    run_group groups[max_runs];
     std::size_t group_count = 0;
-    stage_handoff out[max_stages]{};  // each stage's output, as walked last
+    stage_handoff out[max_stages];  // each stage's output, as walked last
     stage_input_info encoder{};
 
     // Adds `run` of stage `st`, its kernels expanded in place.
@@ -460,36 +468,39 @@ constexpr stage_input_info plan_stage(step_plan& plan, const op_graph& graph, st
     return out.output;
 }
 
-constexpr step_plan plan_step(const op_graph& graph, const model_spec& m, const recipe& r, const shape& s,
-                              const device_profile& d) {
-    step_plan plan{};
+constexpr step_plan::step_plan(const op_graph& graph, const model_spec& m, const recipe& r, const shape& s,
+                               const device_profile& d) {
     stage_input_info previous{};
     const layer_cycle& c = graph.cycle;
     // At most two runs a stage, and a cycle's stages planned twice.
-    plan.expansions.reserve(2 * (graph.stages.size() + (c.times > 1 ? c.count : 0)));
+    expansions.reserve(2 * (graph.stages.size() + (c.times > 1 ? c.count : 0)));
     for (std::size_t i = 0; i < graph.stages.size();) {
         if (c.times > 1 && i == c.first) {
             const stage_input_info entry = previous;
-            std::size_t first = plan.run_count;
-            for (std::size_t j = c.first; j < c.first + c.count; ++j) previous = plan_stage(plan, graph, j, m, r, s, d, previous);
+            std::size_t first = run_count;
+            for (std::size_t j = c.first; j < c.first + c.count; ++j) previous = plan_stage(*this, graph, j, m, r, s, d, previous);
             if (same_input(previous, entry)) {
-                plan.add_group(first, c.times);
+                add_group(first, c.times);
             } else {
-                plan.add_group(first, 1);
-                first = plan.run_count;
+                add_group(first, 1);
+                first = run_count;
                 for (std::size_t j = c.first; j < c.first + c.count; ++j)
-                    previous = plan_stage(plan, graph, j, m, r, s, d, previous);
-                plan.add_group(first, c.times - 1);
+                    previous = plan_stage(*this, graph, j, m, r, s, d, previous);
+                add_group(first, c.times - 1);
             }
             i += c.count;
             continue;
         }
-        const std::size_t first = plan.run_count;
-        previous = plan_stage(plan, graph, i, m, r, s, d, previous);
-        plan.add_group(first, 1);
+        const std::size_t first = run_count;
+        previous = plan_stage(*this, graph, i, m, r, s, d, previous);
+        add_group(first, 1);
         ++i;
     }
-    return plan;
+}
+
+constexpr step_plan plan_step(const op_graph& graph, const model_spec& m, const recipe& r, const shape& s,
+                              const device_profile& d) {
+    return step_plan(graph, m, r, s, d);
 }
 
 // How a block's parameter gradients are reduced when its backward ends. `r`
