@@ -498,11 +498,6 @@ constexpr step_plan::step_plan(const op_graph& graph, const model_spec& m, const
     }
 }
 
-constexpr step_plan plan_step(const op_graph& graph, const model_spec& m, const recipe& r, const shape& s,
-                              const device_profile& d) {
-    return step_plan(graph, m, r, s, d);
-}
-
 // How a block's parameter gradients are reduced when its backward ends. `r`
 // is the recipe the step computes with; its gradients are in r.weights.
 constexpr gradient_reduction reduction(const recipe& r, const stage& st) {
@@ -536,7 +531,7 @@ class step_walker {
 public:
     constexpr step_walker(const op_graph& graph, const model_spec& m, const recipe& r, const shape& s,
                           const device_profile& d, caching_allocator* allocator, bool tape_layers = true)
-        : graph_(graph), m_(m), r_(r), s_(s), d_(d), allocator_(allocator), plan_(plan_step(graph, m, r, s, d)),
+        : graph_(graph), m_(m), r_(r), s_(s), d_(d), allocator_(allocator), plan_(graph, m, r, s, d),
           tape_layers_(allocator != nullptr && tape_layers) {
         if (!allocator_) forward_walks_.reserve(plan_.run_count);  // emplaced into: they must not move
     }
@@ -601,6 +596,14 @@ private:
     constexpr void start_taping(taped_layer& layer, const block_id* externals, std::size_t count) {
         layer = taped_layer{};
         allocator_->layer_tape_into(&layer.tape, externals, count);
+    }
+    // Starts taping a backward (a layer's or a pass's), whose externals are
+    // the `left` blocks its forward left on top of recorded_, then its
+    // output's gradient, pushed on for the purpose.
+    constexpr void start_taping_backward(taped_layer& layer, std::size_t left, block_id output_grad) {
+        recorded_.push_back(output_grad);
+        start_taping(layer, recorded_.data() + (recorded_.size() - (left + 1)), left + 1);
+        recorded_.pop_back();
     }
     // Ends the tape. The layer hands on `first`, then rest[0, count).
     constexpr void stop_taping(taped_layer& layer, const live_bytes& walked, block_id first, const block_id* rest,
@@ -896,16 +899,13 @@ private:
     }
 
     // Walks a pass of `group` backward with every layer walked, taping it
-    // into `tape`: its externals are what its forward left, then its
-    // output's gradient. Returns its input's gradient.
+    // into `tape`. Returns its input's gradient.
     constexpr block_id tape_backward_pass(const run_group& group, taped_layer& tape, running& bwd, bool grads_exist,
                                           block_id output_grad) {
         const std::size_t left = left_by_pass(group);
         const std::size_t kept_before = graph_kept_blocks_.size();
         const bytes kept_bytes_before = graph_kept_;
-        recorded_.push_back(output_grad);
-        start_taping(tape, recorded_.data() + (recorded_.size() - (left + 1)), left + 1);
-        recorded_.pop_back();
+        start_taping_backward(tape, left, output_grad);
         taping_pass_ = true;
         running pass{};
         for (std::size_t i = group.first + group.count; i-- > group.first;)
@@ -928,9 +928,6 @@ private:
         taped_layer* layer = taped(run);
         const std::size_t pushed = walk_blocks::pushed(ex.kernels.size());
         for (std::uint64_t w = 0; w < walks; ++w) {
-            // A taped layer's externals: what its forward left, on top of the
-            // stack, then its output's gradient, pushed on for the purpose.
-            const std::size_t externals = pushed + 1;
             if (layer != nullptr && w >= 2 && layer->playable) {
                 output_grad = play_backward(*layer, target, pushed, output_grad);
                 continue;
@@ -938,11 +935,7 @@ private:
             const bool taping = layer != nullptr && w == 1;
             const std::size_t kept_before = graph_kept_blocks_.size();
             const bytes kept_bytes_before = graph_kept_;
-            if (taping) {
-                recorded_.push_back(output_grad);
-                start_taping(*layer, recorded_.data() + (recorded_.size() - externals), externals);
-                recorded_.pop_back();
-            }
+            if (taping) start_taping_backward(*layer, pushed, output_grad);
             // The layer's forward blocks are on top of the stack, its input's last.
             const block_id input_block = allocator_ ? recorded_.back() : no_block;
             // Unreplayed and not recomputed, the layer's forward walk is still

@@ -51,7 +51,7 @@ inline memory_snapshot explain(const model_spec& model, const recipe& r, const s
 
     const shape rs = resolve(s, model);
     const op_graph graph = lower(model);
-    const detail::step_plan plan = detail::plan_step(graph, model, r, rs, device);
+    const detail::step_plan plan(graph, model, r, rs, device);
     for (std::size_t g = 0; g < plan.group_count; ++g) {
         const detail::run_group& group = plan.groups[g];
         for (std::size_t i = group.first; i < group.first + group.count; ++i) {

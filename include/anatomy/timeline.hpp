@@ -316,10 +316,10 @@ public:
                 if (!(k.grad_inputs >> j & 1u) || k.in[j] == no_slot) continue;
                 const std::size_t r = root_of(k.in[j]);
                 if (grad_[r]) {
-                    transient(size_of(r));
+                    transient(size_at(r));
                 } else {
                     grad_[r] = true;
-                    grad_block_[r] = live.add(size_of(r));
+                    grad_block_[r] = live.add(size_at(r));
                 }
             }
             if (grads_exist) {
@@ -361,7 +361,7 @@ public:
             --saved_[i];
             if (freed_[i] || readers_[i] > 0 || saved_[i] > 0 || kept(i)) continue;
             freed_[i] = true;
-            f(size_of(i), blocks_.tensor[i]);
+            f(size_at(i), blocks_.tensor[i]);
         }
         graph_kept_count_ = 0;
     }
@@ -382,7 +382,7 @@ private:
     constexpr std::size_t root_of(tensor_slot s) const { return root_[index_of(s)]; }
 
     // The size of the tensor at index `i`.
-    constexpr bytes size_of(std::size_t i) const {
+    constexpr bytes size_at(std::size_t i) const {
         if (i < max_kernels_per_stage) return kernels_[i].out;
         return i == index_of(input_slot) ? input_.size : encoder_.size;
     }
@@ -417,7 +417,7 @@ private:
     constexpr void release_unless_kept(std::size_t i, live_bytes& live) {
         if (kept(i)) return;
         freed_[i] = true;
-        live.sub(size_of(i), blocks_.tensor[i]);
+        live.sub(size_at(i), blocks_.tensor[i]);
     }
 
     // Kernel i's backward has run: what it saved is let go.
