@@ -5,6 +5,8 @@
 //   plain     500 plain estimate() calls, each lowering the model again
 //   checkpointed  an estimator with gradient checkpointing, then 3
 //             replays at 4 x 4096 (less `checkpointed-none`: the replays)
+//   accumulating  an estimator with 16 micro-steps of accumulation, then
+//             one replay (less `accumulating-none`: the replay)
 // A profile of the replays alone is callgrind on `replays` less the first.
 #include <anatomy/anatomy.hpp>
 
@@ -23,6 +25,11 @@ int main(int argc, char** argv) {
                                         .grad_checkpointing = true});
         for (int i = 0; i < 3 * (mode == "checkpointed"); ++i)
             sink += e.replay({.batch = 4, .seq = seq}).peak_reserved.count;
+    } else if (mode.starts_with("accumulating")) {
+        recipe accumulating = r;
+        accumulating.grad_accum = 16;
+        const estimator e(model, accumulating);
+        if (mode == "accumulating") sink += e.replay({.batch = 1, .seq = seq}).peak_reserved.count;
     } else if (mode == "plain") {
         for (int i = 0; i < 500; ++i) sink += estimate(model, r, {.batch = 1, .seq = seq}).peak.count;
     } else {

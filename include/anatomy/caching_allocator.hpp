@@ -253,6 +253,31 @@ public:
     constexpr bool out_of_memory() const { return out_of_memory_; }
     // How many tapes, of steps and of layers, were played: calls not walked.
     constexpr std::size_t tapes_played() const { return tapes_played_; }
+    // What tells whether the allocator is back in the state it was in: its
+    // segments, and which blocks are live. Free neighbours always merge, so
+    // a segment's free blocks are the gaps between its live ones, and with
+    // the same segments and the same live blocks the state is the same (up
+    // to the slots that hold the blocks, which no answer depends on). Then
+    // the same calls make the same answers: a replay skips a micro-step or a
+    // step that repeats one that left the state as it found it.
+    struct state_token {
+        std::uint64_t segment_changes = 0;  // segments created or released
+        std::uint64_t live_blocks = 0;
+        std::uint64_t live_serials = 0;  // the sum of the live blocks' allocation serials
+    };
+    constexpr state_token state() const { return {segments_ + segments_released_, live_blocks_, live_serials_}; }
+    // Whether the state is again what it was when `token` was taken. With
+    // no segment created or released since, the live blocks are the same
+    // when their count and serial sum are: had n > 0 older blocks been
+    // freed and n newer ones stayed live, the newer serials, each larger
+    // than any older one, would sum to more. The sums are modulo 2^64;
+    // below 2^32 allocations and live blocks, the difference of such sums
+    // is under 2^64, so equal sums are equal (beyond that: answers false).
+    constexpr bool unchanged_since(const state_token& token) const {
+        constexpr std::uint64_t bound = std::uint64_t{1} << 32;
+        return segments_ + segments_released_ == token.segment_changes && live_blocks_ == token.live_blocks &&
+               live_serials_ == token.live_serials && allocations_ < bound && live_blocks_ < bound;
+    }
     // How many free blocks the pools cache.
     constexpr std::size_t cached_blocks() const {
         std::size_t n = 0;
@@ -307,6 +332,9 @@ private:
         taken.use = use;
         taken.tape_ordinal = ordinal;
         taken.layer_ordinal = layer_ordinal;
+        taken.serial = allocations_++;
+        ++live_blocks_;
+        live_serials_ += taken.serial;  // modulo 2^64: see unchanged_since
         allocated_ += taken.size;
         used_[static_cast<std::size_t>(use)] += taken.size;
         if (allocated_ > peak_allocated_) peak_allocated_ = allocated_;
@@ -323,13 +351,14 @@ private:
         tensor_owner owner = tensor_owner::step;
         block_use use = block_use::activations;
         std::uint8_t listed_class = 0;  // while free: the size class it is listed under
+        bool dead = false;  // merged away
         std::size_t prev = none;  // the neighbours in the segment
         std::size_t next = none;
         std::size_t prev_free = none;  // while free: the neighbours in its size class's list
         std::size_t next_free = none;
-        bool dead = false;  // merged away
         std::size_t tape_ordinal = untaped;  // while taping: which allocation placed it
         std::size_t layer_ordinal = untaped;  // while taping a layer: the same, or external_ref | its index
+        std::uint64_t serial = 0;  // while allocated: how many allocations came before it
     };
 
     static constexpr std::uint64_t segment_size(std::uint64_t size) {
@@ -459,6 +488,8 @@ private:
         block* bs = blocks_.data();  // no block is added below
         block& x = bs[b];
         allocated_ -= x.size;
+        --live_blocks_;
+        live_serials_ -= x.serial;
         used_[static_cast<std::size_t>(x.use)] -= x.size;
         x.free = true;
         // Merge with free neighbours in the same segment.
@@ -496,6 +527,7 @@ private:
                     if (x.prev == none && x.next == none) {
                         unlist_free(b);
                         reserved_ -= x.size;
+                        ++segments_released_;
                         x.dead = true;
                         spare_.push_back(b);
                     }
@@ -508,7 +540,11 @@ private:
     std::uint64_t reserved_ = 0;
     std::uint64_t peak_allocated_ = 0;
     std::uint64_t peak_reserved_ = 0;
-    std::uint64_t segments_ = 0;
+    std::uint64_t segments_ = 0;  // created: each one's number
+    std::uint64_t segments_released_ = 0;
+    std::uint64_t allocations_ = 0;
+    std::uint64_t live_blocks_ = 0;
+    std::uint64_t live_serials_ = 0;
     bool out_of_memory_ = false;
     std::size_t tapes_played_ = 0;
     // Built-in arrays and growing_vector: cheap in constant evaluation,

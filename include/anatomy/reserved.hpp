@@ -119,8 +119,14 @@ constexpr allocator_replay replay_on(const prepared_step& prepared, const model_
     // A micro-step's walk depends only on whether the gradients exist: one tape for each.
     std::array<allocator_tape, 2> tapes{};
     std::array<bool, 2> taped{};
+    // A micro-step or step that leaves the allocator as it found it is
+    // repeated exactly by the next one that makes the same calls: those are
+    // skipped, unless every call is walked or recorded.
+    const bool skip_repeats = mode == replay_mode::taped && timeline == nullptr;
     for (int step = 0; step < steps && !a.out_of_memory(); ++step) {
+        const caching_allocator::state_token step_start = a.state();
         for (std::uint64_t micro = 0; micro < r.grad_accum; ++micro) {
+            const caching_allocator::state_token micro_start = a.state();
             // FSDP's all-gathered parameters: freed when the step's tensors are.
             a.mark("forward");
             (void)a.allocate(gathered, tensor_owner::step, block_use::gathered_weights);
@@ -128,13 +134,16 @@ constexpr allocator_replay replay_on(const prepared_step& prepared, const model_
             const std::size_t kind = grads_exist ? 1 : 0;
             if (taped[kind] && tapes[kind].self_contained) {
                 a.play(tapes[kind]);
-                continue;
+            } else {
+                const bool taping = mode == replay_mode::taped && !taped[kind];
+                if (taping) a.tape_into(&tapes[kind]);
+                (void)detail::walk_step(graph, model, compute, s, device, 0, grads_exist, &a,
+                                        mode == replay_mode::taped);
+                a.tape_into(nullptr);
+                taped[kind] = taped[kind] || taping;
             }
-            const bool taping = mode == replay_mode::taped && !taped[kind];
-            if (taping) a.tape_into(&tapes[kind]);
-            (void)detail::walk_step(graph, model, compute, s, device, 0, grads_exist, &a, mode == replay_mode::taped);
-            a.tape_into(nullptr);
-            taped[kind] = taped[kind] || taping;
+            // The later micro-steps all have gradients, and make this one's calls when it had.
+            if (skip_repeats && grads_exist && a.unchanged_since(micro_start)) break;
         }
         if (r.inference) continue;
         a.mark("optimizer");
@@ -143,6 +152,8 @@ constexpr allocator_replay replay_on(const prepared_step& prepared, const model_
         detail::optimizer_step(graph, r, step == 0, a);
         a.release_all(tensor_owner::gradient);  // zero_grad(set_to_none=True)
         detail::require(a.consistent(), "anatomy::replay_allocator: internal error, the allocator model lost a block");
+        // Every step after the first makes the same calls (the first creates the optimizer's state).
+        if (skip_repeats && step > 0 && a.unchanged_since(step_start)) break;
     }
     a.record_into(nullptr);
     return {a.peak_allocated(), a.peak_reserved(), a.out_of_memory()};

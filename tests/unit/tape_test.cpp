@@ -213,3 +213,50 @@ TEST_CASE("a layer's tape names the blocks from before it that it frees, and pla
     CHECK_FALSE(reaching.self_contained);
     CHECK_THROWS_WITH(second.play(reaching, nullptr, placed), Catch::Contains("anatomy::caching_allocator::play"));
 }
+
+TEST_CASE("the allocator is unchanged since a token only with the same segments and live blocks", "[tape][allocator]") {
+    caching_allocator a;
+    const block_id weight = a.allocate(4 * MiB, tensor_owner::model);
+    const caching_allocator::state_token start = a.state();
+    CHECK(a.unchanged_since(start));
+    // A tensor made and freed within the segment: its gap merges back.
+    const block_id scratch = a.allocate(8 * MiB, tensor_owner::step);
+    CHECK_FALSE(a.unchanged_since(start));
+    a.release(scratch);
+    CHECK(a.unchanged_since(start));
+    // As many live blocks, but another one: an older block freed, a newer kept.
+    a.release(weight);
+    const block_id other = a.allocate(4 * MiB, tensor_owner::model);
+    CHECK(a.allocated() == 4 * MiB);
+    CHECK_FALSE(a.unchanged_since(start));
+    // A new segment, though every tensor made since is freed.
+    const caching_allocator::state_token before_segment = a.state();
+    const block_id large = a.allocate(64 * MiB, tensor_owner::step);
+    a.release(large);
+    CHECK_FALSE(a.unchanged_since(before_segment));
+    a.release(other);
+}
+
+TEST_CASE("a replay skips the micro-steps and steps that repeat one that left the allocator as it found it",
+          "[tape]") {
+    // With 8 micro-steps of accumulation, llama-3.2-1b's later micro-steps
+    // leave the allocator as they found it: the replay stops playing them,
+    // and answers what the replay that walks every micro-step does, capped
+    // and not.
+    const model_spec& m = presets::llama_3_2_1b;
+    const recipe r{.weights = dtype::bf16, .grad_accum = 8};
+    const shape s{.batch = 2, .seq = 512};
+    const detail::prepared_step prepared = detail::prepare_step(m, r, devices::h200);
+    caching_allocator taped;
+    const allocator_replay skipped = detail::replay_on(prepared, m, r, s, devices::h200, taped);
+    // Without skips: the first micro-step of each kind walked, the others
+    // played, 3 steps of 8, and each walk plays 2 × 14 layers.
+    CHECK(taped.tapes_played() < 3 * 8 - 2 + 2 * 2 * 14);
+    const allocator_replay walked = replay(prepared, m, r, s, {}, detail::replay_mode::walk_every_step);
+    CHECK(same(skipped, walked));
+    for (const std::uint64_t sixteenths : {15, 12}) {
+        const bytes cap{walked.peak_reserved.count / 16 * sixteenths};
+        CHECK(same(replay(prepared, m, r, s, cap, detail::replay_mode::taped),
+                   replay(prepared, m, r, s, cap, detail::replay_mode::walk_every_step)));
+    }
+}
