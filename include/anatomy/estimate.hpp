@@ -570,9 +570,6 @@ private:
         live_bytes walked{};  // the walk's own count, the same for every layer
         std::int64_t forward_scoped = 0;
         bytes graph_kept{};
-        // A pass that leaves its input pinned as the embedding output (a
-        // cycle's first run pins its input in every pass): the input's size.
-        bytes pinned{};
         bool playable = false;
     };
 
@@ -636,10 +633,6 @@ private:
         forward_scoped_ = running::sum(forward_scoped_, layer.forward_scoped);
         previous_block_ = handed_on(layer, 0, &input);
         for (std::size_t i = 1; i < layer.outputs.size(); ++i) recorded_.push_back(handed_on(layer, i, &input));
-        if (layer.pinned.count > 0) {
-            held_embedding_ = layer.pinned;
-            held_embedding_block_ = input;
-        }
     }
     // A taped backward played on the `left` blocks its forward left on top
     // of recorded_ and the gradient of its output; returns its input's gradient.
@@ -697,8 +690,12 @@ private:
             // Replaying, every pass makes its calls: the second's taped, played for the later ones.
             taped_layer* tape = taped(group);
             for (std::uint64_t pass = 0; pass < group.times; ++pass) {
+                first_pass_ = pass == 0;
+                final_pass_ = pass + 1 == group.times;
                 if (tape != nullptr && pass >= 2 && tape->playable) {
                     play_forward(*tape, fwd);
+                    // The taped pass was not the last: it did not end the layers.
+                    if (final_pass_) release_embedding_after(plan_.runs[group.first + group.count - 1], fwd);
                 } else if (tape != nullptr && pass == 1) {
                     tape_forward_pass(group, *tape, fwd);
                     if (!tape->playable) tape = nullptr;  // the later passes walk, and may tape their layers
@@ -706,12 +703,13 @@ private:
                     for (std::size_t i = group.first; i < group.first + group.count; ++i) forward_run(plan_.runs[i], fwd);
                 }
             }
+            first_pass_ = true;
+            final_pass_ = true;
         }
     }
     // Walks a pass of `group` with every layer walked, taping it into `tape`.
-    // What the walker holds as the embedding output after it must be what a
-    // play can set: nothing, what was held before it (untouched), or its own
-    // input, pinned.
+    // A play sets nothing the walker holds as the embedding output, so a
+    // pass that pinned or released it cannot be played.
     constexpr void tape_forward_pass(const run_group& group, taped_layer& tape, running& fwd) {
         const block_id input = previous_block_;
         const bytes held_before = held_embedding_;
@@ -728,11 +726,7 @@ private:
         // The output, then what the pass's layers recorded.
         stop_taping(tape, pass.as_walk(), previous_block_, recorded_.data() + recorded_before,
                     recorded_.size() - recorded_before);
-        const bool untouched = held_embedding_ == held_before && held_embedding_block_ == held_block_before;
-        const bool pins_input = held_embedding_.count > 0 && held_embedding_block_ == input && input != no_block;
-        if (pins_input) tape.pinned = held_embedding_;
-        // Both at once (its input already held) would leave a play unsure which to do.
-        tape.playable = tape.playable && (held_embedding_.count == 0 || untouched != pins_input);
+        tape.playable = tape.playable && held_embedding_ == held_before && held_embedding_block_ == held_block_before;
     }
 
     constexpr void forward_run(const layer_run& run, running& target) {
@@ -741,7 +735,8 @@ private:
         const tensor_slot out = output_slot(run, ex);
         const bool ckpt = checkpointed(run.stage);
         const bool training = !r_.inference;
-        const bool first = first_layers(run.stage) && &run == &plan_.runs[first_block_run()];
+        // The model's first layer; a cycle's later passes start with the same run.
+        const bool first = first_layers(run.stage) && &run == &plan_.runs[first_block_run()] && first_pass_;
         const std::uint64_t walks = allocator_ ? run.repeat : 1;
         const std::uint64_t times = group_times_of(run);
         taped_layer* layer = taped(run);
@@ -766,9 +761,11 @@ private:
             // released when the layers are done.
             const bool pin = allocator_ && first && w == 0 && st.repeat > 1 && !ckpt;
             const live_bytes one = walk.forward(training && !ckpt, ckpt || pin);
-            const std::int64_t held = !allocator_ && first && walk.input_freed() && st.repeat > 1
-                                          ? live_bytes::signed_size(run.input.size)
-                                          : 0;
+            // Counted, the embedding output the model holds is alive through
+            // every layer: the first frees it in its walk, the later ones
+            // add it.
+            if (!allocator_ && first && walk.input_freed() && st.repeat > 1) held_embedding_ = run.input.size;
+            const std::int64_t held = !allocator_ && st.block ? live_bytes::signed_size(held_embedding_) : 0;
             target.live += held;
             target.repeat(one, run.repeat / walks);
             target.live -= held;
@@ -789,13 +786,18 @@ private:
                 stop_taping(*layer, one, previous_block_, recorded_.data() + (recorded_.size() - pushed), pushed);
             }
         }
-        // Past the first layers' stage, the embedding output held for them is freed.
-        if (held_embedding_.count > 0 && st.block && !next_is_block(run)) {
+        if (final_pass_) release_embedding_after(run, target);
+    }
+    // After the last layer, the embedding output the model held for its
+    // layers is freed.
+    constexpr void release_embedding_after(const layer_run& run, running& target) {
+        if (held_embedding_.count == 0 || !graph_.stages[run.stage].block || next_is_block(run)) return;
+        if (allocator_) {
             allocator_->release(held_embedding_block_);
             target.live -= live_bytes::signed_size(held_embedding_);
-            held_embedding_ = bytes{};
-            held_embedding_block_ = no_block;
         }
+        held_embedding_ = bytes{};
+        held_embedding_block_ = no_block;
     }
 
     // A compiled step's backward starts from a gradient for every output of
@@ -1021,8 +1023,12 @@ private:
     std::vector<stage_walk> layer_walk_;
     std::int64_t forward_scoped_ = 0;
     block_id previous_block_ = no_block;
-    bytes held_embedding_{};
+    bytes held_embedding_{};  // the embedding output, held by the model until its layers are done
     block_id held_embedding_block_ = no_block;
+    // Which pass of a cycle a replay walks: only the first pins the
+    // embedding output, only the last frees it. A count's one pass is both.
+    bool first_pass_ = true;
+    bool final_pass_ = true;
     growing_vector<block_id> recorded_;  // stage_walk::push_blocks_to of every layer walked forward
     // What the step's autograd graph keeps past its kernels' backward
     // (kernel::saved_with_graph), freed when the backward ends.

@@ -107,7 +107,7 @@ TEST_CASE("a taped replay walks two layers of a run and plays the rest, and walk
     }
 }
 
-TEST_CASE("a taped replay plays a cycle's later passes, even those that leave their input pinned", "[tape]") {
+TEST_CASE("a taped replay plays a cycle's later passes, the embedding output held by the first", "[tape]") {
     // gemma-2-2b alternates sliding and full layers: 13 passes of a cycle of
     // two one-layer runs. The first step walks passes 1 and 2, forward and
     // backward, and plays the other 11 each way.
@@ -116,10 +116,10 @@ TEST_CASE("a taped replay plays a cycle's later passes, even those that leave th
     const model_spec& gemma2 = presets::gemma_2_2b;
     REQUIRE(gemma2.layers == 26);
     // gemma-3-1b: 4 passes of five sliding layers and a full one, then two
-    // sliding layers. Each pass's first layer pins its input, and only the
-    // last two layers free what is pinned: a played pass pins its own. Each
-    // way, the first pass plays three layers of its five-layer run, the
-    // second is taped and the last two play it.
+    // sliding layers. The first pass's first layer pins the embedding
+    // output, which the last layer frees: the passes between hold it and
+    // leave it alone. Each way, the first pass plays three layers of its
+    // five-layer run, the second is taped and the last two play it.
     const model_spec& gemma3 = presets::gemma_3_1b;
     REQUIRE(gemma3.layers == 26);
     for (const auto& [m, played] : {std::pair{&gemma2, std::size_t{2 * 11 + 2}}, std::pair{&gemma3, std::size_t{2 * (3 + 2) + 2}}}) {
