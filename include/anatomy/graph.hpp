@@ -177,6 +177,9 @@ public:
     constexpr op_input residual(module_path module, rows_of rows, std::uint64_t width, op_input branch, op_input skip) {
         return pointwise(op_kind::residual, module, rows, width, {branch, skip, no_input});
     }
+    constexpr op_input add_in_place(module_path module, rows_of rows, std::uint64_t width, op_input x, op_input y) {
+        return pointwise(op_kind::add_in_place, module, rows, width, {x, y, no_input});
+    }
     constexpr op_input activation(module_path module, rows_of rows, std::uint64_t width, anatomy::activation act,
                                   op_input x) {
         const op_input i = pointwise(op_kind::activation, module, rows, width, {x, no_input, no_input});
@@ -453,7 +456,8 @@ constexpr void layer(stage_builder l, const model_spec& m, std::uint64_t window,
         const op_input a = l.dropout(in(n.attention, "resid_dropout"), tok, h, attn_drop, self_attention(l, m, window, n1));
         const op_input f = l.dropout(in(n.mlp, "dropout"), tok, h, b.dropout, mlp(l, m, n2));
         // Falcon: mlp_output += attention_output (in place), then the residual.
-        const op_input both = b.parallel_add_in_place ? f : l.residual(in("", "branch_sum"), tok, h, a, f);
+        const op_input both = b.parallel_add_in_place ? l.add_in_place(in("", "branch_sum"), tok, h, f, a)
+                                                      : l.residual(in("", "branch_sum"), tok, h, a, f);
         l.residual(in("", "residual"), tok, h, both, stage_input);
         return;
     }

@@ -45,6 +45,7 @@ constexpr tensor_slot expand_op(kernel_builder& b, const op& o) {
         case op_kind::gate: return expand_binary(b, o, "mul", 0b11);
         case op_kind::dropout: return expand_dropout(b, o);
         case op_kind::residual: return expand_binary(b, o, "add", 0);
+        case op_kind::add_in_place: return expand_add_in_place(b, o);
         case op_kind::scale: return expand_scale(b, o);
         case op_kind::softcap: return expand_softcap(b, o);
         case op_kind::pool: return expand_pool(b, o);

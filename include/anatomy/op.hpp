@@ -37,6 +37,7 @@ enum class op_kind {
     gate,           // elementwise product of a gated FFN
     dropout,
     residual,       // residual add (or embedding sum)
+    add_in_place,   // x += y: x itself, now the sum (Falcon's mlp_output += attention_output)
     scale,          // multiplication by a Python scalar or a 0-d tensor
     softcap,        // tanh(x / cap) * cap
     pool,           // picks one row per sequence (first or last token)

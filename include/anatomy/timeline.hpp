@@ -299,7 +299,10 @@ public:
             }
             // A view's gradient is its base's (its root's), alive already: a
             // reader of hidden[:, 0] allocated zeros of the base's shape.
-            if (k.alias) continue;
+            if (k.alias) {
+                if (k.in[1] != no_slot && (k.grad_inputs & 2u)) share_gradient(root_[n], root_of(k.in[1]), live);
+                continue;
+            }
             // Transients of this backward: its scratch, gradients summed into
             // existing ones, and (accumulating) the new parameter gradients.
             // Each is its own tensor; all are alive at once at worst. Empty
@@ -333,7 +336,7 @@ public:
             // The gradient of this kernel's output has been consumed.
             if (grad_[n]) {
                 grad_[n] = false;
-                live.sub(k.out, grad_block_[n]);
+                if (grad_block_[n] != borrowed_gradient) live.sub(k.out, grad_block_[n]);
                 grad_block_[n] = no_block;
             }
             release_saved(k, n, live);
@@ -378,6 +381,30 @@ public:
     constexpr bool alive(std::size_t i) const { return !kernels_[i].alias && !freed_[i]; }
 
 private:
+    // An in-place add's second input `other` gets the gradient of `base`
+    // (the root it wrote), the same tensor: the one of the two whose
+    // gradient is consumed last (the earlier kernel's) holds the block, the
+    // other borrows it. Already holding a gradient, `other` sums the new one
+    // in, a transient; a stage input, or a tensor of another size
+    // (broadcast), gets its own.
+    constexpr void share_gradient(std::size_t base, std::size_t other, live_bytes& live) {
+        if (grad_[other]) {
+            live.touch(size_at(other));
+            return;
+        }
+        grad_[other] = true;
+        const bool shareable = base < max_kernels_per_stage && other < max_kernels_per_stage &&
+                               size_at(base) == size_at(other) && grad_block_[base] != borrowed_gradient;
+        if (!shareable) {
+            grad_block_[other] = live.add(size_at(other));
+        } else if (other < base) {
+            grad_block_[other] = grad_block_[base];
+            grad_block_[base] = borrowed_gradient;
+        } else {
+            grad_block_[other] = borrowed_gradient;
+        }
+    }
+
     // The index of the tensor slot `s` is a view of (itself if none).
     constexpr std::size_t root_of(tensor_slot s) const { return root_[index_of(s)]; }
 
@@ -457,7 +484,8 @@ private:
     std::uint16_t saved_[slot_count];
     bool freed_[slot_count];
     bool grad_[slot_count];
-    block_id grad_block_[slot_count];
+    block_id grad_block_[slot_count];  // borrowed_gradient: another slot's block (share_gradient)
+    static constexpr block_id borrowed_gradient = no_block - 1;
     bool output_made_ = true;
     walk_blocks blocks_;
     bytes forward_scoped_{};

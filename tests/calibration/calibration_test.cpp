@@ -235,27 +235,75 @@ TEST_CASE("the newer families match their H200 measurements", "[calibration][fam
     check_file_peaks(ANATOMY_FAMILIES_FILE, {.steps = 24, .searches = 2, .median = 0.0008, .max = 0.004});
 }
 
-TEST_CASE("the allocator replay's peak matches the H200's max_memory_allocated on the newer families",
-          "[calibration][families][replay]") {
-    // max_batch and the fit verdicts read the replay, whose peak counts each
-    // block whole, as the GPU's allocator does. Achieved: median 0.013 %,
-    // max 0.23 % (qwen3 bf16); gemma3 inference 0.004 % under (0.27 % over
-    // while every pass of Gemma 3's cycle pinned its input as the embedding
-    // output, and the first pin was never freed).
-    std::size_t searches = 0;
-    const auto cases = load_cases(ANATOMY_FAMILIES_FILE, searches);
-    REQUIRE(cases.size() == 24);
+// The replay's |peak allocated - measured| / measured for each case, sorted.
+std::vector<double> replay_errors(const std::vector<calibration_case>& cases) {
     std::vector<double> errors;
     for (const auto& c : cases) {
         const double replayed = static_cast<double>(replay_allocator(c.model, targeted(c), c.size).peak_allocated.count);
         const double error = (replayed - c.peak_alloc) / c.peak_alloc;
         UNSCOPED_INFO(c.name << ": replayed " << replayed << ", measured " << c.peak_alloc << ", error " << 100 * error << "%");
         errors.push_back(std::fabs(error));
-        if (c.name == "gemma3-s_bf16_infer_b4_s8192_cache") CHECK(std::fabs(error) <= 0.0002);
     }
     std::sort(errors.begin(), errors.end());
-    CHECK((errors[11] + errors[12]) / 2 <= 0.0002);
-    CHECK(errors.back() <= 0.0025);
+    return errors;
+}
+
+double median_of(const std::vector<double>& sorted) {
+    const std::size_t n = sorted.size();
+    return n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+}
+
+TEST_CASE("the allocator replay's peak matches the H200's max_memory_allocated on the newer families",
+          "[calibration][families][replay]") {
+    // max_batch and the fit verdicts read the replay, whose peak counts each
+    // block whole, as the GPU's allocator does.
+    std::size_t searches = 0;
+    SECTION("scaled-down configs") {
+        // Achieved: median 0.013 %, max 0.23 % (qwen3 bf16). gemma3 inference
+        // was 0.27 % over while every pass of Gemma 3's cycle pinned its
+        // input as the embedding output (the first pin never freed).
+        const auto errors = replay_errors(load_cases(ANATOMY_FAMILIES_FILE, searches));
+        REQUIRE(errors.size() == 24);
+        CHECK(median_of(errors) <= 0.0002);
+        CHECK(errors.back() <= 0.0025);
+    }
+    SECTION("real-size checkpoints") {
+        // Achieved: median 0.008 %, max 0.18 % (qwen3-0.6b). falcon-7b was
+        // 3.8 % under while no gradient reached Falcon's attention branch
+        // (mlp_output += attention_output was the MLP's output alone).
+        const auto errors = replay_errors(load_cases(ANATOMY_REALSIZE_FILE, searches));
+        REQUIRE(errors.size() == 18);
+        CHECK(median_of(errors) <= 0.0002);
+        CHECK(errors.back() <= 0.002);
+    }
+}
+
+TEST_CASE("Falcon's attention branch and Gemma 3's embedding output, as measured on the H200",
+          "[calibration][families][replay]") {
+    // bench/torch_reference/cases/falcon-gemma3-checks.json. LoRA on
+    // falcon-7b's query_key_value trains only through the attention branch,
+    // which reaches the residual stream by mlp_output += attention_output:
+    // taken as the MLP's output alone, the estimate was 2.0 % (batch 1) and
+    // 10.7 % (batch 4) under. Now +2.71 % and -0.40 %: at batch 1 the H200
+    // keeps 11 % fewer bytes a token than at batch 4, which the model does not
+    // explain (docs/accuracy.md). gemma-3-1b inference: the replay peaked
+    // 1.33 % over while every pass pinned its input; now +0.15 %.
+    std::size_t searches = 0;
+    const auto cases = load_cases(ANATOMY_FALCON_GEMMA3_FILE, searches);
+    REQUIRE(cases.size() == 3);
+    CHECK(searches == 1);
+    for (const auto& c : cases) {
+        INFO(c.name);
+        const double measured = c.peak_alloc;
+        const double predicted = static_cast<double>(estimate(c.model, targeted(c), c.size).peak.count);
+        const double replayed = static_cast<double>(replay_allocator(c.model, targeted(c), c.size).peak_allocated.count);
+        if (c.name.starts_with("falcon")) {
+            CHECK(std::fabs(predicted - measured) / measured <= 0.03);
+        } else {
+            CHECK(std::fabs(predicted - measured) / measured <= 0.0015);  // -0.13 %
+            CHECK(std::fabs(replayed - measured) / measured <= 0.002);
+        }
+    }
 }
 
 TEST_CASE("real-size checkpoints of the newer families match their H200 measurements", "[calibration][families]") {
@@ -497,13 +545,18 @@ TEST_CASE("largest batches under a cap never exceed the measured ones, and equal
     // checkpointing at 4096 under 80 GiB answers 17, and a fresh H200 process
     // runs 18 for three steps (segments_phi-3-mini_bf16_gc_b18_s4096_cap80GiB):
     // the replay's uncapped peak there, 85.93 GB, is 0.03 GB over the cap.
+    // The other: gemma-3-1b fp32 inference at 256 tokens under 24 GiB answers
+    // 70 where 78 runs (the search reuses one process); uncapped, the replay
+    // reserves 24.1 GiB at 70 and 24.7 at 71. It answered 77 while the replay
+    // leaked the embedding output, whose holes let the released segments fit.
     std::size_t exact = 0;
     std::size_t searches = 0;
     for (const auto& [path, configs] : {std::pair{ANATOMY_FAMILIES_FILE, ANATOMY_CALIBRATION_CONFIGS},
                                         std::pair{ANATOMY_REALSIZE_FILE, ANATOMY_CALIBRATION_CONFIGS},
                                         std::pair{ANATOMY_RECIPES_MAXBATCH_FILE, ANATOMY_CALIBRATION_CONFIGS},
                                         std::pair{ANATOMY_CHECKPOINTED_FILE, ANATOMY_CALIBRATION_CONFIGS},
-                                        std::pair{ANATOMY_REALSIZE_MAXBATCH_FILE, ANATOMY_CALIBRATION_CONFIGS}}) {
+                                        std::pair{ANATOMY_REALSIZE_MAXBATCH_FILE, ANATOMY_CALIBRATION_CONFIGS},
+                                        std::pair{ANATOMY_FALCON_GEMMA3_FILE, ANATOMY_CALIBRATION_CONFIGS}}) {
         std::ifstream in(path);
         REQUIRE(in.good());
         std::string line;
@@ -523,6 +576,6 @@ TEST_CASE("largest batches under a cap never exceed the measured ones, and equal
             ++searches;
         }
     }
-    CHECK(searches == 19);
+    CHECK(searches == 20);
     CHECK(exact >= 18);
 }

@@ -74,4 +74,16 @@ constexpr tensor_slot expand_binary(kernel_builder& b, const op& o, const char* 
     return b.binary(what, b.slot_of(o.inputs[0]), b.slot_of(o.inputs[1]), b.elements(o.rows, o.out_width), saves);
 }
 
+// x.add_(y): a view of x that reads y, saving nothing. Its backward hands
+// the output's gradient to both, one tensor (AddBackward0 with alpha 1).
+constexpr tensor_slot expand_add_in_place(kernel_builder& b, const op& o) {
+    const tensor_slot x = b.slot_of(o.inputs[0]);
+    const tensor_slot y = b.slot_of(o.inputs[1]);
+    kernel k = b.make("add_", bytes{}, b.type_of(x), {x, y, no_slot});
+    k.alias = true;
+    k.grad_inputs = static_cast<std::uint8_t>((b.grad_of(x) ? 1 : 0) | (b.grad_of(y) ? 2 : 0));
+    k.requires_grad = k.grad_inputs != 0;
+    return b.push(k);
+}
+
 }  // namespace anatomy::detail
