@@ -19,7 +19,8 @@ constexpr model_spec falcon(const sizes& s, bool bias = false, bool alibi = fals
     m.layers = s.layers;
     m.attention = {.heads = s.heads, .kv_heads = s.kv_heads, .layout = qkv_layout::fused, .qkv_bias = bias,
                    .out_bias = bias, .positions = alibi ? position_kind::alibi : position_kind::rotary,
-                   .dropout = attention_dropout, .always_masked = true, .split_copies = true};
+                   .dropout = attention_dropout, .always_masked = true, .split_copies = true,
+                   .sdpa_broadcasts_kv = true};
     m.mlp = {.kind = mlp_kind::plain, .hidden = s.ffn, .act = activation::gelu, .bias = bias};
     m.norm = {.kind = norm_kind::layer_norm, .bias = true};
     m.block = {.residual = parallel ? residual_kind::parallel : residual_kind::sequential,

@@ -88,18 +88,30 @@ constexpr tensor_slot math_attention(kernel_builder& b, const op& o, tensor_slot
     const bool grouped = a.kv_heads != a.heads;
     const std::uint64_t scores = score_elements(a);
     const tensor_slot q_s = b.compute("mul", heads_bytes(b, a.rows, a.heads, a.head_dim, t), t, {q, no_slot, no_slot}, 0);
-    // Grouped keys and values are repeated to every head first.
-    const tensor_slot k_s = b.compute("mul", heads_bytes(b, a.key_rows, a.heads, a.head_dim, t), t, {k, no_slot, no_slot}, 0);
+    // Grouped keys and values are repeated to every head first. A single
+    // K/V head that reaches SDPA as it is (Falcon's multi-query) is broadcast
+    // by the bmm instead: at batch 1, (1, heads) folds into one dimension of
+    // stride 0, a view; otherwise the bmm copies it to every head, and saves
+    // the copy (traced: falcon-7b's saved key is one head's 131 KB at batch
+    // 1, 18.6 MB at 2).
+    const std::uint64_t kv_heads_here =
+        b.m.attention.sdpa_broadcasts_kv && a.kv_heads == 1 && a.batch == 1 ? 1 : a.heads;
+    const tensor_slot k_s = b.compute("mul", heads_bytes(b, a.key_rows, kv_heads_here, a.head_dim, t), t, {k, no_slot, no_slot}, 0);
     const tensor_slot v_c = cached && !grouped && b.type_of(v) == t
                                 ? v
-                                : b.compute("clone", heads_bytes(b, a.key_rows, a.heads, a.v_head_dim, t), t,
+                                : b.compute("clone", heads_bytes(b, a.key_rows, kv_heads_here, a.v_head_dim, t), t,
                                             {v, no_slot, no_slot}, 0);
     tensor_slot w = b.compute("bmm", b.tensor(scores, t), t, {q_s, k_s, no_slot}, 0b11);
+    // Broadcast, the head's gradient is made at every head, then summed.
+    const bool broadcast = kv_heads_here != a.heads;
+    if (broadcast && b.at(w).requires_grad) b.at(w).backward_workspace.add(heads_bytes(b, a.key_rows, a.heads, a.head_dim, t));
     if (b.m.attention.positions == position_kind::relative_bias || o.causal || sdpa_masked(b, o))
         w = b.compute("add", b.tensor(scores, t), t, {w, no_slot, no_slot}, 0);
     const tensor_slot softmax = b.softmax("_safe_softmax", b.tensor(scores, sm), sm, w);
     const tensor_slot probs = b.cast(dropout_kernel(b, softmax, scores, o.dropout), scores, t);
     tensor_slot ctx = b.compute("bmm", heads_bytes(b, a.rows, a.heads, a.v_head_dim, t), t, {probs, v_c, no_slot}, 0b11);
+    if (broadcast && b.at(ctx).requires_grad)
+        b.at(ctx).backward_workspace.add(heads_bytes(b, a.key_rows, a.heads, a.v_head_dim, t));
     if (compiled_encoder(b, o) && b.at(ctx).requires_grad) {
         // Traced (bert-base): backward recomputes the probabilities from the
         // kept softmax output and dropout mask.

@@ -59,6 +59,9 @@ struct attention_part {
     // q, k and v leave the fused projection as copies (reshape, indexing).
     bool always_masked = false;
     bool split_copies = false;
+    // Falcon hands SDPA its K/V heads as they are (no repeat_kv, no
+    // enable_gqa): a single head is broadcast by the math decomposition's bmm.
+    bool sdpa_broadcasts_kv = false;
     // Multi-head latent attention (DeepSeek-V2/V3): q through a low-rank
     // bottleneck (q_lora_rank, 0: one q_proj), keys and values expanded from
     // a kv_lora_rank-wide latent plus rope_head_dim shared rotary features;
