@@ -308,6 +308,28 @@ TEST_CASE("Falcon's attention branch and Gemma 3's embedding output, as measured
     }
 }
 
+TEST_CASE("T5 at 2048 tokens: SDPA as measured, eager over", "[calibration]") {
+    // bench/torch_reference/cases/t5-long.json: t5-small fp32 AdamW, batch 2,
+    // 2048 source and 512 target tokens. SDPA: +0.05 %. Eager: +1.43 %, the
+    // safe side; its forward is over by as much (107 MB), which the scores'
+    // tensors, 256 MiB each a layer here, do not explain one by one
+    // (docs/accuracy.md). T5's position bias gets no gradient in the model,
+    // and neither peak shows one: the bias is 128 MiB here.
+    std::size_t searches = 0;
+    const auto cases = load_cases(ANATOMY_T5_LONG_FILE, searches);
+    REQUIRE(cases.size() == 2);
+    for (const auto& c : cases) {
+        INFO(c.name);
+        const double error = (static_cast<double>(estimate(c.model, targeted(c), c.size).peak.count) - c.peak_alloc) / c.peak_alloc;
+        if (c.name.ends_with("eager")) {
+            CHECK(error >= 0.0);
+            CHECK(error <= 0.016);
+        } else {
+            CHECK(std::fabs(error) <= 0.001);
+        }
+    }
+}
+
 TEST_CASE("real-size checkpoints of the newer families match their H200 measurements", "[calibration][families]") {
     // Never-seen configs of published checkpoints (tests/data/configs),
     // measured the same way: bench/torch_reference/cases/realsize.json.
