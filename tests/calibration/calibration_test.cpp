@@ -165,6 +165,11 @@ std::vector<calibration_case> load_fresh_process_cases(const char* path) {
     return cases;
 }
 
+double median_of(const std::vector<double>& sorted) {
+    const std::size_t n = sorted.size();
+    return n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+}
+
 // Median and max |predicted - measured| / measured of the peak.
 std::pair<double, double> peak_errors(const std::vector<calibration_case>& cases) {
     std::vector<double> errors;
@@ -176,9 +181,7 @@ std::pair<double, double> peak_errors(const std::vector<calibration_case>& cases
         errors.push_back(std::fabs(error));
     }
     std::sort(errors.begin(), errors.end());
-    const std::size_t n = errors.size();
-    const double median = n % 2 ? errors[n / 2] : (errors[n / 2 - 1] + errors[n / 2]) / 2;
-    return {median, errors.back()};
+    return {median_of(errors), errors.back()};
 }
 
 // What a measured file must hold: how many steps and largest-batch
@@ -246,11 +249,6 @@ std::vector<double> replay_errors(const std::vector<calibration_case>& cases) {
     }
     std::sort(errors.begin(), errors.end());
     return errors;
-}
-
-double median_of(const std::vector<double>& sorted) {
-    const std::size_t n = sorted.size();
-    return n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
 }
 
 TEST_CASE("the allocator replay's peak matches the H200's max_memory_allocated on the newer families",
