@@ -12,7 +12,11 @@ segment_free (free_requested is dropped), then a summary line.
   python3 segment_trace.py CONFIG.json --batch 5 --seq 2048 --amp bf16 --gc --cap-gib 80 --steps 3 --out trace.jsonl
 
 Under a cap a step that runs out of memory ends the run; the summary's
-oom_step names it (null: every step ran).
+oom_step names it (null: every step ran). `--inference` makes each step
+measure_h200.py's serving step instead: a forward under no_grad on the
+input ids alone (use_cache=False), its output deleted.
+
+  python3 segment_trace.py gemma-3-1b.json --batch 71 --seq 256 --inference --cap-gib 24 --out trace.jsonl
 """
 import argparse, json, torch
 from transformers import AutoConfig, AutoModelForCausalLM
@@ -24,6 +28,7 @@ ap.add_argument("--seq", type=int, required=True)
 ap.add_argument("--weights", choices=["fp32", "bf16"], default="fp32")
 ap.add_argument("--gc", action="store_true")
 ap.add_argument("--steps", type=int, default=2)
+ap.add_argument("--inference", action="store_true", help="forwards under no_grad, as measure_h200.py serves")
 ap.add_argument("--amp", choices=["bf16"], help="torch.autocast(bf16) around the forward")
 ap.add_argument("--cap-gib", type=float, help="set_per_process_memory_fraction to this many GiB")
 ap.add_argument("--quant", choices=["nf4", "int8"], help="a bitsandbytes base, loaded as measure.py loads it, "
@@ -32,6 +37,8 @@ ap.add_argument("--lora", type=int, default=0, help="LoRA rank (alpha 16, as the
 ap.add_argument("--lora-targets", default="q_proj,v_proj")
 ap.add_argument("--out", required=True)
 a = ap.parse_args()
+if a.inference and (a.gc or a.lora or a.quant):
+    ap.error("--inference runs no backward: leave out --gc, --lora and --quant")
 if a.quant and not a.lora:
     ap.error("--quant trains LoRA adapters: pass --lora R")
 
@@ -68,11 +75,18 @@ if a.lora:
     model = peft.get_peft_model(model, peft.LoraConfig(r=a.lora, lora_alpha=16, target_modules=a.lora_targets.split(","),
                                                        lora_dropout=0.0))
 model.train()
-opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-5)
+opt = None if a.inference else torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-5)
 oom_step = None  # under a cap: the step that ran out of memory; the history up to it is still written
 for step in range(a.steps):
     try:
         ids = torch.randint(100, min(cfg.vocab_size, 30000), (a.batch, a.seq), device="cuda")
+        if a.inference:
+            with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16, enabled=a.amp == "bf16"):
+                out = model(input_ids=ids, use_cache=False)
+            del out, ids
+            torch.cuda.synchronize()
+            print(f"step {step + 1} done: reserved {torch.cuda.memory_reserved()}", flush=True)
+            continue
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=a.amp == "bf16"):
             out = model(input_ids=ids, labels=ids)
         loss = out.loss

@@ -568,9 +568,9 @@ TEST_CASE("largest batches under a cap never exceed the measured ones, and equal
     // runs 18 for three steps (segments_phi-3-mini_bf16_gc_b18_s4096_cap80GiB):
     // the replay's uncapped peak there, 85.93 GB, is 0.03 GB over the cap.
     // The other: gemma-3-1b fp32 inference at 256 tokens under 24 GiB answers
-    // 70 where 78 runs (the search reuses one process); uncapped, the replay
-    // reserves 24.1 GiB at 70 and 24.7 at 71. It answered 77 while the replay
-    // leaked the embedding output, whose holes let the released segments fit.
+    // 70 where the search ran 78, reusing one process; a fresh process runs
+    // 74 (the next test). It answered 77 while the replay leaked the
+    // embedding output, whose holes let the released segments fit.
     std::size_t exact = 0;
     std::size_t searches = 0;
     for (const auto& [path, configs] : {std::pair{ANATOMY_FAMILIES_FILE, ANATOMY_CALIBRATION_CONFIGS},
@@ -600,4 +600,40 @@ TEST_CASE("largest batches under a cap never exceed the measured ones, and equal
     }
     CHECK(searches == 20);
     CHECK(exact >= 18);
+}
+
+TEST_CASE("a fit is never claimed where a fresh H200 process ran out of memory", "[calibration][max_batch]") {
+    // gemma-3-1b fp32 inference at 256 tokens under 24 GiB, one fresh
+    // process a batch (tests/data/gemma3-fresh-fit-h200.jsonl): 71 to 74
+    // run two forwards, 75 to 78 run out of memory at the first one's
+    // logits. A search in one process ran 78 (the test above): its earlier
+    // trials had left the cuBLAS workspace elsewhere. In a fresh process
+    // from_config leaves the untied lm_head's 1,152 MiB block cached when
+    // tying frees it; the first matmul's 32 MiB cuBLAS workspace lands in
+    // it, so cap pressure cannot release it. The replay builds neither and
+    // answers 70: a replay given the cached head alone answers 78.
+    std::ifstream in(ANATOMY_GEMMA3_FRESH_FIT_FILE);
+    REQUIRE(in.good());
+    std::string line;
+    std::size_t trials = 0;
+    std::uint64_t largest_run = 0;
+    while (std::getline(in, line)) {
+        const auto j = nlohmann::json::parse(line);
+        if (!j.contains("trials")) continue;
+        const auto& spec = j.at("spec");
+        const model_spec model = model_named(spec.at("model").get<std::string>(), ANATOMY_CALIBRATION_CONFIGS);
+        std::vector<std::string> targets;
+        const recipe r = recipe_with_targets(spec, targets);
+        const std::uint64_t seq = spec.at("seq").get<std::uint64_t>();
+        for (const auto& t : j.at("trials")) {
+            const std::uint64_t batch = t.at("batch").get<std::uint64_t>();
+            INFO("batch " << batch);
+            if (t.at("ok").get<bool>()) largest_run = std::max(largest_run, batch);
+            else CHECK_FALSE(fits_under(model, r, {.batch = batch, .seq = seq}, budget_of(spec)));
+            ++trials;
+        }
+        CHECK(max_batch(model, r, {.seq = seq}, budget_of(spec)) <= largest_run);
+    }
+    CHECK(trials == 8);
+    CHECK(largest_run == 74);
 }
