@@ -606,12 +606,12 @@ TEST_CASE("a fit is never claimed where a fresh H200 process ran out of memory",
     // gemma-3-1b fp32 inference at 256 tokens under 24 GiB, one fresh
     // process a batch (tests/data/gemma3-fresh-fit-h200.jsonl): 71 to 74
     // run two forwards, 75 to 78 run out of memory at the first one's
-    // logits. A search in one process ran 78 (the test above): its earlier
-    // trials had left the cuBLAS workspace elsewhere. In a fresh process
-    // from_config leaves the untied lm_head's 1,152 MiB block cached when
-    // tying frees it; the first matmul's 32 MiB cuBLAS workspace lands in
-    // it, so cap pressure cannot release it. The replay builds neither and
-    // answers 70: a replay given the cached head alone answers 78.
+    // logits. A search in one process ran 78 after its earlier trials (the
+    // test above). In a fresh process from_config leaves the untied
+    // lm_head's 1,152 MiB block cached when tying frees it, and the 32 MiB
+    // made right after the first matmul (the cuBLAS workspace) lands in it,
+    // so cap pressure cannot release it (docs/accuracy.md). The replay
+    // builds neither and answers 70; given the cached head alone, 78.
     std::ifstream in(ANATOMY_GEMMA3_FRESH_FIT_FILE);
     REQUIRE(in.good());
     std::string line;
