@@ -570,10 +570,11 @@ inline std::string_view unmodelled_reserved_note(const recipe& r) {
     return {};
 }
 
-// What the step takes of the card: the allocator's reserved memory, the
-// cuBLAS workspaces, and a paged optimizer's managed memory.
+// What the step takes of the card: the allocator's reserved memory (the
+// forward's cuBLAS workspace in it), the other cuBLAS workspaces, and a
+// paged optimizer's managed memory.
 inline bytes device_need(const request& q, const estimate_result& x) {
-    return x.replay.peak_reserved + cublas_workspace(q.make_recipe(), q.device()) + x.e.managed;
+    return x.replay.peak_reserved + cublas_workspace_beside_replay(q.make_recipe(), q.device()) + x.e.managed;
 }
 
 [[noreturn]] inline void overflowed(const request& q, bool with_batch) {
@@ -600,7 +601,8 @@ inline bool peak_rules_out(const request& q, const memory_estimate& e) {
 }
 
 // Whether step `s` fits the request's budget, by max-batch's test: the
-// allocator replayed under the cap with the cuBLAS workspaces taken first.
+// allocator replayed under the cap with the cuBLAS workspaces it does not
+// place taken first.
 inline bool step_fits(const request& q, const estimator& prepared, const shape& s, const estimate_result& x) {
     require_fit_modelled(q);
     // One whose peak is over the cap cannot run, and one whose uncapped
@@ -792,7 +794,8 @@ inline void print_estimate(std::ostream& out, const estimate_result& x) {
     sized("peak", e.peak, false, "(the allocator's max_memory_allocated)");
     sized("reserved", x.replay.peak_reserved, false,
           x.unmodelled_note.empty()
-              ? "(max_memory_reserved; with the cuBLAS workspaces and the CUDA context, what a card must hold: --gpu checks it)"
+              ? "(max_memory_reserved, the forward's cuBLAS workspace in it; with the other workspaces and the CUDA "
+                "context, what a card must hold: --gpu checks it)"
               : std::string(x.unmodelled_note));
     if (e.host.count > 0) sized("host (offloaded)", e.host, false);
     if (e.nvme.count > 0) sized("NVMe (offloaded)", e.nvme, false);
@@ -806,8 +809,9 @@ inline void print_fit(std::ostream& out, const request& q, const estimate_result
     const bytes needed = device_need(q, x);
     const std::string where = q.gpu ? fmt::format("{} ({} total, context {})", q.gpu->name, q.gpu->total, q.gpu->context)
                                     : fmt::format("budget {}", q.budget);
-    out << fmt::format("\n{}: needs {} = reserved {} + cuBLAS workspaces {}; {}\n", where, needed,
-                       x.replay.peak_reserved, cublas_workspace(q.make_recipe(), q.device()),
+    out << fmt::format("\n{}: needs {} = reserved {} (the forward's cuBLAS workspace in it) + the other cuBLAS "
+                       "workspaces {}; {}\n",
+                       where, needed, x.replay.peak_reserved, cublas_workspace_beside_replay(q.make_recipe(), q.device()),
                        x.fits ? "fits (as max-batch tests it: the allocator replayed under the cap)"
                                        : "does not fit (as max-batch tests it: the allocator replayed under the cap)");
 }

@@ -50,8 +50,9 @@ enum class block_use : std::uint8_t {
     temporaries,  // the optimizer step's scratch
     communication,  // DDP's buckets, DeepSpeed's buffers
     gathered_weights,  // FSDP's and ZeRO-3's all-gathered parameters
+    workspaces,  // a cuBLAS handle's workspace, made at its first matmul
 };
-inline constexpr std::size_t block_use_count = 8;
+inline constexpr std::size_t block_use_count = 9;
 
 // What an owner's blocks hold unless the allocation says otherwise.
 constexpr block_use default_use(tensor_owner owner) {
@@ -250,6 +251,9 @@ public:
     constexpr bytes reserved() const { return bytes{reserved_}; }
     constexpr bytes peak_allocated() const { return bytes{peak_allocated_}; }
     constexpr bytes peak_reserved() const { return bytes{peak_reserved_}; }
+    // torch.cuda.reset_peak_memory_stats() for the allocated bytes: the peak
+    // from now on.
+    constexpr void restart_peak_allocated() { peak_allocated_ = allocated_; }
     constexpr bool out_of_memory() const { return out_of_memory_; }
     // How many tapes, of steps and of layers, were played: calls not walked.
     constexpr std::size_t tapes_played() const { return tapes_played_; }

@@ -23,6 +23,11 @@ inline constexpr std::uint64_t max_batch_search_limit = 1ULL << 16;
 constexpr bytes cublas_workspace(const recipe& r, const device_profile& device = devices::h200) {
     return (r.inference ? 1 : 2) * device.cublas_workspace() + device_profile::cublaslt_workspace;
 }
+// Those the replay does not place: all but the forward's (replay_on), which
+// a fit's check takes off the cap first.
+constexpr bytes cublas_workspace_beside_replay(const recipe& r, const device_profile& device = devices::h200) {
+    return cublas_workspace(r, device) - device.cublas_workspace();
+}
 
 namespace detail {
 
@@ -72,11 +77,12 @@ constexpr void require_fit_modelled(const recipe& r) {
 }
 
 // Whether `batch` runs under a cap of `budget` (set_per_process_memory_fraction)
-// in a fresh process: the cuBLAS workspaces come out of the cap first, then
-// the replayed allocator must never need a segment past it.
+// in a fresh process: the cuBLAS workspaces the replay does not place come
+// out of the cap first, then the replayed allocator must never need a
+// segment past it.
 constexpr bool batch_fits(const estimator& e, shape s, std::uint64_t batch, bytes budget) {
     s.batch = batch;
-    const bytes workspace = cublas_workspace(e.step_recipe(), e.device());
+    const bytes workspace = cublas_workspace_beside_replay(e.step_recipe(), e.device());
     if (budget <= workspace) return false;
     if (std::is_constant_evaluated()) return !e.replay(s, budget - workspace).out_of_memory;
     try {

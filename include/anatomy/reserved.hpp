@@ -20,15 +20,24 @@ struct allocator_replay {
 namespace detail {
 
 // Parameters as transformers builds them: module by module, layer by layer.
+// from_config on the GPU builds a tied module's own weight too, and tying
+// frees it once the model is built (traced on the H200 for nine models,
+// bench/torch_reference/construction.py: the tied lm_head or MLM decoder,
+// and T5's decoder embed_tokens): its segment stays cached, for the step's
+// tensors and the cuBLAS workspace. Sharded and quantized models are built
+// elsewhere (on the meta device, or loaded).
 constexpr void build_model(const op_graph& graph, const recipe& r, caching_allocator& a) {
+    const bool builds_tied = r.quantize == quantization::none && (r.parallel == parallelism::none || detail::ddp(r));
+    growing_vector<block_id> replaced;
     for (std::size_t i = 0; i < graph.stages.size(); ++i)
         for (std::uint64_t layer = 0; layer < graph.copies(i); ++layer)
             for (const op& o : graph.stages[i].ops) {
                 if (r.offload == offload_target::params) continue;  // kept in CPU memory
                 if (quantized_weight(o, r)) {
                     for (bytes part : quantized_weight_tensors(r.quantize, o.weight)) a.allocate(part, tensor_owner::model);
-                } else if (!o.tied && !o.weight.empty()) {
-                    a.allocate(weight_shard(o.weight, r).numel() * size_of(r.weights), tensor_owner::model);
+                } else if (!o.weight.empty() && (!o.tied || builds_tied)) {
+                    const block_id b = a.allocate(weight_shard(o.weight, r).numel() * size_of(r.weights), tensor_owner::model);
+                    if (o.tied) replaced.push_back(b);
                 }
                 if (!o.bias.empty()) a.allocate(weight_shard(o.bias, r).numel() * size_of(r.weights), tensor_owner::model);
                 if (o.kind == op_kind::linear && r.lora.enabled() && r.lora.targets_module(o.module)) {
@@ -36,6 +45,7 @@ constexpr void build_model(const op_graph& graph, const recipe& r, caching_alloc
                     a.allocate(detail::checked_mul(o.out_width, r.lora.rank) * size_of(lora_adapter_dtype), tensor_owner::model);
                 }
             }
+    for (const block_id b : replaced) a.release(b);
 }
 
 // optimizer.step(): the first one creates the state, parameter by parameter;
@@ -104,6 +114,9 @@ constexpr allocator_replay replay_on(const prepared_step& prepared, const model_
     a.record_into(timeline);
     a.mark("model");
     detail::build_model(graph, r, a);
+    // Peaks are the steps' (measured after reset_peak_memory_stats): the
+    // tied weights built and freed above are not one.
+    a.restart_peak_allocated();
     // DDP's construction: one flat bucket holding every gradient (its 25 MiB
     // buckets are adjacent allocations; one block stands for them).
     // Viewed as the gradients, the bucket is the ledger's gradients; otherwise its communication.
@@ -123,6 +136,7 @@ constexpr allocator_replay replay_on(const prepared_step& prepared, const model_
     // repeated exactly by the next one that makes the same calls: those are
     // skipped, unless every call is walked or recorded.
     const bool skip_repeats = mode == replay_mode::taped && timeline == nullptr;
+    block_id forward_workspace = no_block;
     for (int step = 0; step < steps && !a.out_of_memory(); ++step) {
         const caching_allocator::state_token step_start = a.state();
         for (std::uint64_t micro = 0; micro < r.grad_accum; ++micro) {
@@ -132,6 +146,13 @@ constexpr allocator_replay replay_on(const prepared_step& prepared, const model_
             (void)a.allocate(gathered, tensor_owner::step, block_use::gathered_weights);
             const bool grads_exist = micro > 0 || view;
             const std::size_t kind = grads_exist ? 1 : 0;
+            // The forward's cuBLAS handle makes its workspace at the first
+            // matmul and keeps it: a block wherever best fit puts it (in a
+            // fresh process, in the tied head's cached segment), which cap
+            // pressure cannot release. Backward's handle and cuBLASLt's are
+            // taken off the cap instead (cublas_workspace_beside_replay).
+            if (step == 0 && micro == 0)
+                forward_workspace = a.allocate(device.cublas_workspace(), tensor_owner::model, block_use::workspaces);
             if (taped[kind] && tapes[kind].self_contained) {
                 a.play(tapes[kind]);
             } else {
@@ -156,7 +177,10 @@ constexpr allocator_replay replay_on(const prepared_step& prepared, const model_
         if (skip_repeats && step > 0 && a.unchanged_since(step_start)) break;
     }
     a.record_into(nullptr);
-    return {a.peak_allocated(), a.peak_reserved(), a.out_of_memory()};
+    // The peak is the step's tensors', as the estimate's: the workspace,
+    // held from before the first step tensor, is taken out of it.
+    const bytes workspace = forward_workspace == no_block ? bytes{} : device.cublas_workspace();
+    return {a.peak_allocated() - workspace, a.peak_reserved(), a.out_of_memory()};
 }
 
 constexpr allocator_replay replay_on(const model_spec& model, const recipe& r, const shape& asked,
