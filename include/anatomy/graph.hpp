@@ -229,6 +229,7 @@ public:
         return add(o, {x, no_input, no_input});
     }
     constexpr void mark_weight_shared_later(op_input i) { at(i).weight_shared_later = true; }
+    constexpr void mark_own_table_replaced(op_input i) { at(i).own_table_replaced = true; }
     constexpr op_input pool(module_path module, std::uint64_t width, op_input x) {
         return pointwise(op_kind::pool, module, rows_of::sequences, width, {x, no_input, no_input});
     }
@@ -729,6 +730,9 @@ constexpr void lower_t5(graph_builder& g, const model_spec& m) {
         auto e = g.add("encoder");
         e.position_bias(bias_module, buckets, m.heads(), false, src);
         const op_input embedded = e.embedding(in("", "shared"), src, m.embedding.vocab, d);
+        // The encoder's T5Stack builds its own embed_tokens, which tying
+        // replaces with `shared` (the decoder's is the tied op below).
+        e.mark_own_table_replaced(embedded);
         e.dropout(in("", "dropout"), src, d, m.embedding.dropout, embedded);
     }
     {

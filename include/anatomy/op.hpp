@@ -80,6 +80,7 @@ struct op {
     bool tied;                 // weight is an earlier op's (tied embeddings): counted once
     bool full_precision;       // never quantized: transformers keeps the head's linears (lm_head) as they are
     bool weight_shared_later;  // a later op is tied to this op's weight
+    bool own_table_replaced;   // its stack also builds a table of this shape, which tying frees (T5's encoder embed_tokens)
     std::array<op_input, 3> inputs;  // no_input where unused
 
     activation act;   // op_kind::activation

@@ -23,7 +23,7 @@ namespace detail {
 // from_config on the GPU builds a tied module's own weight too, and tying
 // frees it once the model is built (traced on the H200 for nine models,
 // bench/torch_reference/construction.py: the tied lm_head or MLM decoder,
-// and T5's decoder embed_tokens): its segment stays cached, for the step's
+// and T5's stacks' embed_tokens): its segment stays cached, for the step's
 // tensors and the cuBLAS workspace. Sharded and quantized models are built
 // elsewhere (on the meta device, or loaded).
 constexpr void build_model(const op_graph& graph, const recipe& r, caching_allocator& a) {
@@ -36,8 +36,10 @@ constexpr void build_model(const op_graph& graph, const recipe& r, caching_alloc
                 if (quantized_weight(o, r)) {
                     for (bytes part : quantized_weight_tensors(r.quantize, o.weight)) a.allocate(part, tensor_owner::model);
                 } else if (!o.weight.empty() && (!o.tied || builds_tied)) {
-                    const block_id b = a.allocate(weight_shard(o.weight, r).numel() * size_of(r.weights), tensor_owner::model);
+                    const bytes weight = weight_shard(o.weight, r).numel() * size_of(r.weights);
+                    const block_id b = a.allocate(weight, tensor_owner::model);
                     if (o.tied) replaced.push_back(b);
+                    if (o.own_table_replaced && builds_tied) replaced.push_back(a.allocate(weight, tensor_owner::model));
                 }
                 if (!o.bias.empty()) a.allocate(weight_shard(o.bias, r).numel() * size_of(r.weights), tensor_owner::model);
                 if (o.kind == op_kind::linear && r.lora.enabled() && r.lora.targets_module(o.module)) {
