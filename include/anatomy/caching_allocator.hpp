@@ -248,6 +248,7 @@ public:
         return total == reserved_ && used == allocated_ && free_blocks == cached_blocks();
     }
     constexpr bytes allocated() const { return bytes{allocated_}; }
+    constexpr bytes allocated(block_use use) const { return bytes{used_[static_cast<std::size_t>(use)]}; }
     constexpr bytes reserved() const { return bytes{reserved_}; }
     constexpr bytes peak_allocated() const { return bytes{peak_allocated_}; }
     constexpr bytes peak_reserved() const { return bytes{peak_reserved_}; }

@@ -138,7 +138,6 @@ constexpr allocator_replay replay_on(const prepared_step& prepared, const model_
     // repeated exactly by the next one that makes the same calls: those are
     // skipped, unless every call is walked or recorded.
     const bool skip_repeats = mode == replay_mode::taped && timeline == nullptr;
-    block_id forward_workspace = no_block;
     for (int step = 0; step < steps && !a.out_of_memory(); ++step) {
         const caching_allocator::state_token step_start = a.state();
         for (std::uint64_t micro = 0; micro < r.grad_accum; ++micro) {
@@ -153,8 +152,7 @@ constexpr allocator_replay replay_on(const prepared_step& prepared, const model_
             // fresh process, in the tied head's cached segment), which cap
             // pressure cannot release. Backward's handle and cuBLASLt's are
             // taken off the cap instead (cublas_workspace_beside_replay).
-            if (step == 0 && micro == 0)
-                forward_workspace = a.allocate(device.cublas_workspace(), tensor_owner::model, block_use::workspaces);
+            if (step == 0 && micro == 0) (void)a.allocate(device.cublas_workspace(), tensor_owner::model, block_use::workspaces);
             if (taped[kind] && tapes[kind].self_contained) {
                 a.play(tapes[kind]);
             } else {
@@ -179,10 +177,9 @@ constexpr allocator_replay replay_on(const prepared_step& prepared, const model_
         if (skip_repeats && step > 0 && a.unchanged_since(step_start)) break;
     }
     a.record_into(nullptr);
-    // The peak is the step's tensors', as the estimate's: the workspace,
-    // held from before the first step tensor, is taken out of it.
-    const bytes workspace = forward_workspace == no_block ? bytes{} : device.cublas_workspace();
-    return {a.peak_allocated() - workspace, a.peak_reserved(), a.out_of_memory()};
+    // The peak is the step's tensors', as the estimate's: the workspace's
+    // block, held from before the first step tensor, is taken out of it.
+    return {a.peak_allocated() - a.allocated(block_use::workspaces), a.peak_reserved(), a.out_of_memory()};
 }
 
 constexpr allocator_replay replay_on(const model_spec& model, const recipe& r, const shape& asked,
