@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <string>
 #include <tuple>
@@ -602,39 +603,55 @@ TEST_CASE("largest batches under a cap never exceed the measured ones, and equal
     CHECK(exact >= 18);
 }
 
-TEST_CASE("a fit is never claimed where a fresh H200 process ran out of memory", "[calibration][max_batch]") {
-    // gemma-3-1b fp32 inference at 256 tokens under 24 GiB, one fresh
-    // process a batch (tests/data/gemma3-fresh-fit-h200.jsonl): 71 to 74
-    // run two forwards, 75 to 78 run out of memory at the first one's
-    // logits. A search in one process ran 78 after its earlier trials (the
-    // test above). In a fresh process from_config leaves the untied
-    // lm_head's 1,152 MiB block cached when tying frees it, and the 32 MiB
-    // made right after the first matmul (the cuBLAS workspace) lands in it,
-    // so cap pressure cannot release it (docs/accuracy.md). The replay now
-    // builds both and answers 74; building neither it answered 70, and
-    // given the cached head alone, 78.
-    std::ifstream in(ANATOMY_GEMMA3_FRESH_FIT_FILE);
+TEST_CASE("serving under a cap: no fit where a fresh H200 process ran out of memory, and its largest batch",
+          "[calibration][max_batch]") {
+    // One fresh process a batch, two forwards under the cap
+    // (tests/data/fresh-fit-inference-h200.jsonl). gemma-3-1b fp32 at 256
+    // tokens under 24 GiB runs 71 to 74 and runs out of memory at 75 to 78,
+    // where a search in one process ran 78 after its earlier trials (the
+    // test above). In a fresh process from_config leaves a tied head's block
+    // cached when tying frees it, and the 32 MiB made right after the first
+    // matmul (the cuBLAS workspace) lands in it, so cap pressure cannot
+    // release it (docs/accuracy.md). Building neither, the replay answered
+    // 70 there, 52 for llama-3.2-1b fp32 (74 runs) and 45 for qwen3-0.6b
+    // bf16 (49 runs), and 38 for gpt2 fp32, which runs out of memory; given
+    // the cached head alone, 78 for gemma-3-1b. Building both, it answers
+    // 74, 74, 49 and 28 (gpt2 runs 29 as well; 38 does not).
+    std::ifstream in(ANATOMY_FRESH_FIT_INFERENCE_FILE);
     REQUIRE(in.good());
     std::string line;
-    std::size_t trials = 0;
-    std::uint64_t largest_run = 0;
+    std::size_t searches = 0;
+    std::size_t exact = 0;
     while (std::getline(in, line)) {
         const auto j = nlohmann::json::parse(line);
         if (!j.contains("trials")) continue;
         const auto& spec = j.at("spec");
+        INFO(j.at("case").get<std::string>());
         const model_spec model = model_named(spec.at("model").get<std::string>(), ANATOMY_CALIBRATION_CONFIGS);
         std::vector<std::string> targets;
         const recipe r = recipe_with_targets(spec, targets);
         const std::uint64_t seq = spec.at("seq").get<std::uint64_t>();
+        std::uint64_t largest_run = 0;
+        std::uint64_t smallest_failed = std::numeric_limits<std::uint64_t>::max();
         for (const auto& t : j.at("trials")) {
             const std::uint64_t batch = t.at("batch").get<std::uint64_t>();
             INFO("batch " << batch);
-            if (t.at("ok").get<bool>()) largest_run = std::max(largest_run, batch);
-            else CHECK_FALSE(fits_under(model, r, {.batch = batch, .seq = seq}, budget_of(spec)));
-            ++trials;
+            if (t.at("ok").get<bool>()) {
+                largest_run = std::max(largest_run, batch);
+            } else {
+                smallest_failed = std::min(smallest_failed, batch);
+                CHECK_FALSE(fits_under(model, r, {.batch = batch, .seq = seq}, budget_of(spec)));
+            }
         }
-        CHECK(max_batch(model, r, {.seq = seq}, budget_of(spec)) == largest_run);
+        const std::uint64_t answer = max_batch(model, r, {.seq = seq}, budget_of(spec));
+        CHECK(answer <= largest_run);
+        // Where the trials bracket the answer, it is the fresh one.
+        if (smallest_failed == largest_run + 1) {
+            CHECK(answer == largest_run);
+            ++exact;
+        }
+        ++searches;
     }
-    CHECK(trials == 8);
-    CHECK(largest_run == 74);
+    CHECK(searches == 4);
+    CHECK(exact == 3);
 }
