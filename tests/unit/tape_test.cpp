@@ -111,8 +111,9 @@ TEST_CASE("a taped replay plays a cycle's later passes, the embedding output hel
     // gemma-2-2b alternates sliding and full layers: 13 passes of a cycle of
     // two one-layer runs. The first step walks passes 1 and 2, forward and
     // backward, and plays the other 11 each way; the second step, played,
-    // opens no segment (its tensors fit in what the tied head's block and
-    // the first step left cached), so the replay skips the third.
+    // opens no segment, so the replay skips the third (it played it until
+    // the replay built the tied head and placed the forward's cuBLAS
+    // workspace, as a fresh process does).
     const recipe r{.weights = dtype::bf16};
     const shape s{.batch = 2, .seq = 512};
     const model_spec& gemma2 = presets::gemma_2_2b;
