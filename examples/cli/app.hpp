@@ -562,16 +562,16 @@ inline std::string_view unmodelled_reserved_note(const recipe& r) {
     switch (detail::reserved_gap_of(r)) {
         case detail::reserved_gap::none: break;
         case detail::reserved_gap::zero: return "(not modelled for DeepSpeed ZeRO: an H200 reserves 10-16 % more)";
-        case detail::reserved_gap::quantized_checkpoint:
-            return "(not modelled for checkpointing over a quantized base: an H200 reserved up to 16 % more)";
+        case detail::reserved_gap::quantized_checkpoint_in_trainer:
+            return "(not modelled for checkpointing over a quantized base under the Trainer: an H200 reserved 5 % more)";
         case detail::reserved_gap::reentrant_checkpoint:
-            return "(not modelled for the reentrant checkpoint: never measured outside a quantized base)";
+            return "(not modelled for the reentrant checkpoint over a plain base: never measured there)";
     }
     return {};
 }
 
 // What the step takes of the card: the allocator's reserved memory (the
-// forward's cuBLAS workspace in it), the other cuBLAS workspaces, and a
+// forward's and autograd's cuBLAS workspaces in it), cuBLASLt's, and a
 // paged optimizer's managed memory.
 inline bytes device_need(const request& q, const estimate_result& x) {
     return x.replay.peak_reserved + cublas_workspace_beside_replay(q.make_recipe(), q.device()) + x.e.managed;
@@ -794,8 +794,8 @@ inline void print_estimate(std::ostream& out, const estimate_result& x) {
     sized("peak", e.peak, false, "(the allocator's max_memory_allocated)");
     sized("reserved", x.replay.peak_reserved, false,
           x.unmodelled_note.empty()
-              ? "(max_memory_reserved, the forward's cuBLAS workspace in it; with the other workspaces and the CUDA "
-                "context, what a card must hold: --gpu checks it)"
+              ? "(max_memory_reserved, the cuBLAS workspaces in it; with cuBLASLt's and the CUDA context, what a "
+                "card must hold: --gpu checks it)"
               : std::string(x.unmodelled_note));
     if (e.host.count > 0) sized("host (offloaded)", e.host, false);
     if (e.nvme.count > 0) sized("NVMe (offloaded)", e.nvme, false);
@@ -809,8 +809,7 @@ inline void print_fit(std::ostream& out, const request& q, const estimate_result
     const bytes needed = device_need(q, x);
     const std::string where = q.gpu ? fmt::format("{} ({} total, context {})", q.gpu->name, q.gpu->total, q.gpu->context)
                                     : fmt::format("budget {}", q.budget);
-    out << fmt::format("\n{}: needs {} = reserved {} (the forward's cuBLAS workspace in it) + the other cuBLAS "
-                       "workspaces {}; {}\n",
+    out << fmt::format("\n{}: needs {} = reserved {} (the cuBLAS workspaces in it) + cuBLASLt's workspace {}; {}\n",
                        where, needed, x.replay.peak_reserved, cublas_workspace_beside_replay(q.make_recipe(), q.device()),
                        x.fits ? "fits (as max-batch tests it: the allocator replayed under the cap)"
                                        : "does not fit (as max-batch tests it: the allocator replayed under the cap)");

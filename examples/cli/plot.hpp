@@ -81,7 +81,7 @@ inline std::string step_plot_svg(const memory_timeline& t, const memory_snapshot
                                                           {block_use::gradients, "gradients", "#f28e2b"},
                                                           {block_use::activations, "activations", "#59a14f"},
                                                           {block_use::temporaries, "temporaries", "#e15759"},
-                                                          {block_use::workspaces, "cuBLAS workspace", "#b07aa1"}}};
+                                                          {block_use::workspaces, "cuBLAS workspaces", "#b07aa1"}}};
     std::vector<layer> layers;
     std::vector<std::uint64_t> most;  // each drawn entry's largest allocation in the step
     for (const layer& l : entries) {

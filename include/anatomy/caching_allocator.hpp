@@ -139,6 +139,16 @@ public:
         const std::uint64_t size = block_size(request).count;
         return allocate_block(size, size == 0 ? 0 : size_class(size), owner, use);
     }
+    // A cuBLAS handle's workspace, made when its thread first multiplies,
+    // right after that product's output, and kept for good: autograd's
+    // thread makes it in the first backward. The replay defers it here, and
+    // the walk arms it while the first backward kernel that multiplies
+    // allocates: it follows that kernel's first allocation. Tapes do not
+    // record it: the steps that play them make no new handle.
+    constexpr void defer_workspace(bytes size) { deferred_workspace_ = size.count; }
+    constexpr void place_workspace_after_next_allocation(bool armed) {
+        workspace_armed_ = armed && deferred_workspace_ != 0;
+    }
     // Records every allocation and free into `timeline` from now on.
     constexpr void record_into(memory_timeline* timeline) { timeline_ = timeline; }
     // When recording: the phase `name` begins here.
@@ -251,10 +261,16 @@ public:
     constexpr bytes allocated(block_use use) const { return bytes{used_[static_cast<std::size_t>(use)]}; }
     constexpr bytes reserved() const { return bytes{reserved_}; }
     constexpr bytes peak_allocated() const { return bytes{peak_allocated_}; }
+    // The peak of the allocated bytes less the workspaces' blocks at the
+    // time: the step's tensors', as an estimate counts them.
+    constexpr bytes peak_tensors() const { return bytes{peak_tensors_}; }
     constexpr bytes peak_reserved() const { return bytes{peak_reserved_}; }
     // torch.cuda.reset_peak_memory_stats() for the allocated bytes: the peak
     // from now on.
-    constexpr void restart_peak_allocated() { peak_allocated_ = allocated_; }
+    constexpr void restart_peak_allocated() {
+        peak_allocated_ = allocated_;
+        peak_tensors_ = allocated_ - used_[static_cast<std::size_t>(block_use::workspaces)];
+    }
     constexpr bool out_of_memory() const { return out_of_memory_; }
     // How many tapes, of steps and of layers, were played: calls not walked.
     constexpr std::size_t tapes_played() const { return tapes_played_; }
@@ -295,6 +311,18 @@ public:
 private:
     static constexpr std::size_t none = static_cast<std::size_t>(-1);
     static constexpr std::size_t untaped = untaped_ref;
+
+    constexpr void place_deferred_workspace() {
+        const std::uint64_t size = deferred_workspace_;
+        deferred_workspace_ = 0;
+        workspace_armed_ = false;
+        allocator_tape* const step_tape = tape_;
+        allocator_tape* const layer_tape = layer_tape_;
+        tape_ = layer_tape_ = nullptr;
+        (void)allocate(bytes{size}, tensor_owner::model, block_use::workspaces);
+        tape_ = step_tape;
+        layer_tape_ = layer_tape;
+    }
 
     // allocate() of a request rounded to `size` (0: none) in size class `c`.
     constexpr block_id allocate_block(std::uint64_t size, std::size_t c, tensor_owner owner, block_use use) {
@@ -343,7 +371,10 @@ private:
         allocated_ += taken.size;
         used_[static_cast<std::size_t>(use)] += taken.size;
         if (allocated_ > peak_allocated_) peak_allocated_ = allocated_;
+        const std::uint64_t tensors = allocated_ - used_[static_cast<std::size_t>(block_use::workspaces)];
+        if (tensors > peak_tensors_) peak_tensors_ = tensors;
         if (timeline_ != nullptr) record_sample();
+        if (workspace_armed_) place_deferred_workspace();
         return b;
     }
 
@@ -544,6 +575,9 @@ private:
     std::uint64_t allocated_ = 0;
     std::uint64_t reserved_ = 0;
     std::uint64_t peak_allocated_ = 0;
+    std::uint64_t peak_tensors_ = 0;
+    std::uint64_t deferred_workspace_ = 0;
+    bool workspace_armed_ = false;
     std::uint64_t peak_reserved_ = 0;
     std::uint64_t segments_ = 0;  // created: each one's number
     std::uint64_t segments_released_ = 0;

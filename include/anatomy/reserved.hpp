@@ -150,9 +150,14 @@ constexpr allocator_replay replay_on(const prepared_step& prepared, const model_
             // The forward's cuBLAS handle makes its workspace at the first
             // matmul and keeps it: a block wherever best fit puts it (in a
             // fresh process, in the tied head's cached segment), which cap
-            // pressure cannot release. Backward's handle and cuBLASLt's are
-            // taken off the cap instead (cublas_workspace_beside_replay).
-            if (step == 0 && micro == 0) (void)a.allocate(device.cublas_workspace(), tensor_owner::model, block_use::workspaces);
+            // pressure cannot release. Autograd's handle makes its own at the
+            // first backward matmul, which the walk places (traced: right
+            // after the head's first gradient). cuBLASLt's is taken off the
+            // cap instead (cublas_workspace_beside_replay).
+            if (step == 0 && micro == 0) {
+                (void)a.allocate(device.cublas_workspace(), tensor_owner::model, block_use::workspaces);
+                if (!r.inference) a.defer_workspace(device.cublas_workspace());
+            }
             if (taped[kind] && tapes[kind].self_contained) {
                 a.play(tapes[kind]);
             } else {
@@ -177,9 +182,8 @@ constexpr allocator_replay replay_on(const prepared_step& prepared, const model_
         if (skip_repeats && step > 0 && a.unchanged_since(step_start)) break;
     }
     a.record_into(nullptr);
-    // The peak is the step's tensors', as the estimate's: the workspace's
-    // block, held from before the first step tensor, is taken out of it.
-    return {a.peak_allocated() - a.allocated(block_use::workspaces), a.peak_reserved(), a.out_of_memory()};
+    // The peak is the step's tensors', as the estimate's: the workspaces' blocks are not in it.
+    return {a.peak_tensors(), a.peak_reserved(), a.out_of_memory()};
 }
 
 constexpr allocator_replay replay_on(const model_spec& model, const recipe& r, const shape& asked,

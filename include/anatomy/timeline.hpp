@@ -315,6 +315,24 @@ public:
             };
             transient(k.backward_workspace.tensors[0]);
             transient(k.backward_workspace.tensors[1]);
+            // What only an allocator sees (the live total is the same): the
+            // first backward that multiplies makes autograd's cuBLAS
+            // workspace right after its first output, and a linear without a
+            // bias makes its weight's gradient before its input's (with
+            // gradients from an earlier micro-step, one summed in and freed last).
+            const bool ordered = live.allocator != nullptr && (k.cublas_backward || k.param_grads_first);
+            const bool params_first = ordered && k.param_grads_first && k.param_grads.count > 0;
+            const bool summed_first = params_first && grads_exist;
+            block_id summed_block = no_block;
+            if (ordered) {
+                live.allocator->place_workspace_after_next_allocation(k.cublas_backward);
+                if (summed_first) {
+                    summed_block = live.add(k.param_grads);
+                } else if (params_first) {
+                    param_blocks[param_grad_count] = live.add_grad(k.param_grads);
+                    param_grads[param_grad_count++] = k.param_grads;
+                }
+            }
             for (std::size_t j = 0; j < 3; ++j) {
                 if (!(k.grad_inputs >> j & 1u) || k.in[j] == no_slot) continue;
                 const std::size_t r = root_of(k.in[j]);
@@ -325,14 +343,20 @@ public:
                     grad_block_[r] = live.add(size_at(r));
                 }
             }
-            if (grads_exist) {
-                transient(k.param_grads);
-            } else if (k.param_grads.count > 0) {
-                param_blocks[param_grad_count] = live.add_grad(k.param_grads);
-                param_grads[param_grad_count++] = k.param_grads;
+            if (!params_first) {
+                if (grads_exist) {
+                    transient(k.param_grads);
+                } else if (k.param_grads.count > 0) {
+                    param_blocks[param_grad_count] = live.add_grad(k.param_grads);
+                    param_grads[param_grad_count++] = k.param_grads;
+                }
             }
             for (std::size_t t = 0; t < transient_count; ++t) transient_blocks[t] = live.add(transients[t]);
             for (std::size_t t = transient_count; t-- > 0;) live.sub(transients[t], transient_blocks[t]);
+            if (ordered) {
+                live.allocator->place_workspace_after_next_allocation(false);
+                if (summed_first) live.sub(k.param_grads, summed_block);
+            }
             // The gradient of this kernel's output has been consumed.
             if (grad_[n]) {
                 grad_[n] = false;

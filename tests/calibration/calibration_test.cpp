@@ -454,16 +454,18 @@ TEST_CASE("Trainer steps match their H200 measurements, its checkpoint non-reent
     }
 }
 
-TEST_CASE("where the replay's fit verdict was wrong on the H200, fit checks refuse the recipe",
-          "[calibration][qlora][max_batch]") {
+TEST_CASE("over a quantized base, checkpointed, the fit verdicts are the H200's", "[calibration][qlora][max_batch]") {
     // Single batches under a cap, each in a process of its own
     // (bench/torch_reference/cases/quantized-gc-fit.json): QLoRA checkpointed
     // as peft leaves it (reentrant) and non-reentrantly. At 7 x 2048 under
-    // 24 GiB tinyllama ran out of memory either way where the replay fits.
+    // 24 GiB tinyllama ran out of memory either way; the replay fitted it
+    // until it placed autograd's cuBLAS workspace where the H200 makes it,
+    // after the head's first gradient, pinning a segment the layers' scores
+    // used.
     std::ifstream in(ANATOMY_QUANTIZED_GC_FIT_FILE);
     REQUIRE(in.good());
     std::string line;
-    std::size_t trials = 0, wrong = 0;
+    std::size_t trials = 0;
     while (std::getline(in, line)) {
         const auto j = nlohmann::json::parse(line);
         if (!j.contains("fits")) continue;
@@ -472,15 +474,8 @@ TEST_CASE("where the replay's fit verdict was wrong on the H200, fit checks refu
         std::vector<std::string> targets;
         const recipe r = recipe_with_targets(spec, targets);
         const model_spec model = model_named(spec.at("model").get<std::string>(), ANATOMY_CALIBRATION_CONFIGS);
-        const bytes budget = budget_of(spec);
         const shape s{.batch = spec.at("batch").get<std::uint64_t>(), .seq = spec.at("seq").get<std::uint64_t>()};
-        // The replay's own verdict, past the refusal.
-        const bool replayed = detail::batch_fits(estimator(model, r), s, s.batch, budget);
-        if (replayed != j.at("fits").get<bool>()) {
-            ++wrong;
-            CHECK_FALSE(detail::reserved_modelled(r));
-            CHECK_THROWS_WITH(fits_under(model, r, s, budget), Catch::Contains("is not modelled"));
-        }
+        CHECK(fits_under(model, r, s, budget_of(spec)) == j.at("fits").get<bool>());
         ++trials;
     }
     CHECK(trials == 9);
@@ -603,6 +598,49 @@ TEST_CASE("largest batches under a cap never exceed the measured ones, and equal
     CHECK(exact >= 18);
 }
 
+// The searches of a fresh-fit file (fresh-fit-*.jsonl, one fresh process a
+// trial): each one's largest batch that ran, smallest that ran out of memory
+// (none: the largest std::uint64_t), and max_batch's answer. A batch that ran
+// out of memory must not fit, which this checks.
+struct fresh_search {
+    std::string name;
+    std::uint64_t largest_run = 0;
+    std::uint64_t smallest_failed = std::numeric_limits<std::uint64_t>::max();
+    std::uint64_t answer = 0;
+    // The trials bracket the answer: the next batch ran out of memory.
+    bool bracketed() const { return smallest_failed == largest_run + 1; }
+};
+std::vector<fresh_search> fresh_searches(const char* path) {
+    std::ifstream in(path);
+    REQUIRE(in.good());
+    std::vector<fresh_search> searches;
+    std::string line;
+    while (std::getline(in, line)) {
+        const auto j = nlohmann::json::parse(line);
+        if (!j.contains("trials")) continue;
+        const auto& spec = j.at("spec");
+        fresh_search search{.name = j.at("case").get<std::string>()};
+        INFO(search.name);
+        const model_spec model = model_named(spec.at("model").get<std::string>(), ANATOMY_CALIBRATION_CONFIGS);
+        std::vector<std::string> targets;
+        const recipe r = recipe_with_targets(spec, targets);
+        const std::uint64_t seq = spec.at("seq").get<std::uint64_t>();
+        for (const auto& t : j.at("trials")) {
+            const std::uint64_t batch = t.at("batch").get<std::uint64_t>();
+            INFO("batch " << batch);
+            if (t.at("ok").get<bool>()) {
+                search.largest_run = std::max(search.largest_run, batch);
+            } else {
+                search.smallest_failed = std::min(search.smallest_failed, batch);
+                CHECK_FALSE(fits_under(model, r, {.batch = batch, .seq = seq}, budget_of(spec)));
+            }
+        }
+        search.answer = max_batch(model, r, {.seq = seq}, budget_of(spec));
+        searches.push_back(search);
+    }
+    return searches;
+}
+
 TEST_CASE("serving under a cap: no fit where a fresh H200 process ran out of memory, and its largest batch",
           "[calibration][max_batch]") {
     // One fresh process a batch, two forwards under the cap
@@ -617,41 +655,42 @@ TEST_CASE("serving under a cap: no fit where a fresh H200 process ran out of mem
     // bf16 (49 runs), and 38 for gpt2 fp32, which runs out of memory; given
     // the cached head alone, 78 for gemma-3-1b. Building both, it answers
     // 74, 74, 49 and 28 (gpt2 runs 29 as well; 38 does not).
-    std::ifstream in(ANATOMY_FRESH_FIT_INFERENCE_FILE);
-    REQUIRE(in.good());
-    std::string line;
-    std::size_t searches = 0;
     std::size_t exact = 0;
-    while (std::getline(in, line)) {
-        const auto j = nlohmann::json::parse(line);
-        if (!j.contains("trials")) continue;
-        const auto& spec = j.at("spec");
-        INFO(j.at("case").get<std::string>());
-        const model_spec model = model_named(spec.at("model").get<std::string>(), ANATOMY_CALIBRATION_CONFIGS);
-        std::vector<std::string> targets;
-        const recipe r = recipe_with_targets(spec, targets);
-        const std::uint64_t seq = spec.at("seq").get<std::uint64_t>();
-        std::uint64_t largest_run = 0;
-        std::uint64_t smallest_failed = std::numeric_limits<std::uint64_t>::max();
-        for (const auto& t : j.at("trials")) {
-            const std::uint64_t batch = t.at("batch").get<std::uint64_t>();
-            INFO("batch " << batch);
-            if (t.at("ok").get<bool>()) {
-                largest_run = std::max(largest_run, batch);
-            } else {
-                smallest_failed = std::min(smallest_failed, batch);
-                CHECK_FALSE(fits_under(model, r, {.batch = batch, .seq = seq}, budget_of(spec)));
-            }
-        }
-        const std::uint64_t answer = max_batch(model, r, {.seq = seq}, budget_of(spec));
-        CHECK(answer <= largest_run);
+    const std::vector<fresh_search> searches = fresh_searches(ANATOMY_FRESH_FIT_INFERENCE_FILE);
+    for (const fresh_search& search : searches) {
+        INFO(search.name);
+        CHECK(search.answer <= search.largest_run);
         // Where the trials bracket the answer, it is the fresh one.
-        if (smallest_failed == largest_run + 1) {
-            CHECK(answer == largest_run);
+        if (search.bracketed()) {
+            CHECK(search.answer == search.largest_run);
             ++exact;
         }
-        ++searches;
     }
-    CHECK(searches == 4);
+    CHECK(searches.size() == 4);
     CHECK(exact == 3);
+}
+
+TEST_CASE("training under a cap: no fit where a fresh H200 process ran out of memory, and no answer above what ran",
+          "[calibration][max_batch]") {
+    // One fresh process a trial, three steps under the cap
+    // (tests/data/fresh-fit-training-h200.jsonl, bench/torch_reference/fresh_fit.py
+    // --spec): max_batch's answer for each real-size and recipes search of
+    // the test above that reused one process, and for five QLoRA searches
+    // checkpointed (as peft leaves it, and non-reentrantly), with the next
+    // batch where it ran out of memory. Every answer ran; the QLoRA answers
+    // are exact, and phi-3-mini answers 17 where 18 runs.
+    std::size_t exact = 0;
+    std::size_t below = 0;
+    const std::vector<fresh_search> searches = fresh_searches(ANATOMY_FRESH_FIT_TRAINING_FILE);
+    for (const fresh_search& search : searches) {
+        INFO(search.name);
+        // Nothing above what a fresh process ran, and at most one below it.
+        CHECK(search.answer <= search.largest_run);
+        CHECK(search.answer + 1 >= search.largest_run);
+        if (search.answer < search.largest_run) ++below;
+        if (search.bracketed() && search.answer == search.largest_run) ++exact;
+    }
+    CHECK(searches.size() == 15);
+    CHECK(exact == 4);
+    CHECK(below == 1);
 }

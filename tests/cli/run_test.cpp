@@ -317,10 +317,10 @@ TEST_CASE("estimate --plot draws the last step: a stack per ledger entry, reserv
         return n;
     };
     // gpt2 under autocast with AdamW holds weights, optimizer state, gradients,
-    // activations, the step's scratch and the forward's cuBLAS workspace; no
-    // master copy, no buckets.
+    // activations, the step's scratch and the cuBLAS workspaces (the
+    // forward's and autograd's); no master copy, no buckets.
     CHECK(count("<path class=\"stack\"") == 6);
-    for (const char* entry : {"weights", "optimizer state", "gradients", "activations", "temporaries", "cuBLAS workspace"})
+    for (const char* entry : {"weights", "optimizer state", "gradients", "activations", "temporaries", "cuBLAS workspaces"})
         CHECK(count(std::string("data-entry=\"") + entry + "\"") == 1);
     // The replay's model state is the estimate's, in whole allocator blocks:
     // a block is split only when more than 1 MiB would be left (the weights
@@ -341,9 +341,10 @@ TEST_CASE("estimate --plot draws the last step: a stack per ledger entry, reserv
     CHECK(count("<line class=\"phase\"") == 3);  // the last step's forward, backward and optimizer step
     for (const char* phase : {">forward<", ">backward<", ">optimizer<"}) CHECK(count(phase) == 1);
     // The plot's peak is all the allocator holds; the replayed peak is the
-    // step's tensors', without the workspace (32 MiB on the H200).
+    // step's tensors', without the forward's and autograd's workspaces (32
+    // MiB each on the H200).
     const std::uint64_t drawn_peak =
-        j["replayed_peak_bytes"].get<std::uint64_t>() + anatomy::devices::h200.cublas_workspace().count;
+        j["replayed_peak_bytes"].get<std::uint64_t>() + 2 * anatomy::devices::h200.cublas_workspace().count;
     CHECK(count("data-peak-bytes=\"" + std::to_string(drawn_peak) + "\"") == 1);
     CHECK(count("<text class=\"alive\"") >= 3);
     // Accumulating, the last step is both micro-steps and the optimizer step.

@@ -101,7 +101,7 @@ constexpr tensor_slot math_attention(kernel_builder& b, const op& o, tensor_slot
                                 ? v
                                 : b.compute("clone", heads_bytes(b, a.key_rows, kv_heads_here, a.v_head_dim, t), t,
                                             {v, no_slot, no_slot}, 0);
-    tensor_slot w = b.compute("bmm", b.tensor(scores, t), t, {q_s, k_s, no_slot}, 0b11);
+    tensor_slot w = b.batched_matmul("bmm", b.tensor(scores, t), t, q_s, k_s);
     // Broadcast, the head's gradient is made at every head, then summed.
     const bool broadcast = kv_heads_here != a.heads;
     if (broadcast && b.at(w).requires_grad) b.at(w).backward_workspace.add(heads_bytes(b, a.key_rows, a.heads, a.head_dim, t));
@@ -109,7 +109,7 @@ constexpr tensor_slot math_attention(kernel_builder& b, const op& o, tensor_slot
         w = b.compute("add", b.tensor(scores, t), t, {w, no_slot, no_slot}, 0);
     const tensor_slot softmax = b.softmax("_safe_softmax", b.tensor(scores, sm), sm, w);
     const tensor_slot probs = b.cast(dropout_kernel(b, softmax, scores, o.dropout), scores, t);
-    tensor_slot ctx = b.compute("bmm", heads_bytes(b, a.rows, a.heads, a.v_head_dim, t), t, {probs, v_c, no_slot}, 0b11);
+    tensor_slot ctx = b.batched_matmul("bmm", heads_bytes(b, a.rows, a.heads, a.v_head_dim, t), t, probs, v_c);
     if (broadcast && b.at(ctx).requires_grad)
         b.at(ctx).backward_workspace.add(heads_bytes(b, a.key_rows, a.heads, a.v_head_dim, t));
     if (compiled_encoder(b, o) && b.at(ctx).requires_grad) {
@@ -191,7 +191,7 @@ constexpr tensor_slot eager_attention(kernel_builder& b, const op& o, tensor_slo
         t = b.matmul_type(dtype::fp32);
     }
     // The scores: matmul then * scaling, or BLOOM's one baddbmm with alibi.
-    tensor_slot w = b.compute(part.eager_baddbmm ? "baddbmm" : "matmul", b.tensor(scores, t), t, {q_c, k_c, no_slot}, 0b11);
+    tensor_slot w = b.batched_matmul(part.eager_baddbmm ? "baddbmm" : "matmul", b.tensor(scores, t), t, q_c, k_c);
     if (!t5 && !part.eager_baddbmm) w = b.pointwise("mul", w, scores);  // * scaling
     if (part.logit_softcap > 0.0) {
         w = b.pointwise("div", w, scores);
@@ -217,8 +217,8 @@ constexpr tensor_slot eager_attention(kernel_builder& b, const op& o, tensor_slo
                       b.tensor(checked_mul(checked_mul(a.batch, a.heads), a.q_seq), dtype::int64));
         tensor_slot probs = b.softmax("softmax", b.tensor(with_sink, st), st, w);
         probs = dropout_kernel(b, probs, scores, o.dropout);
-        const tensor_slot ctx = b.compute("matmul", heads_bytes(b, a.rows, a.heads, a.v_head_dim, st), st,
-                                          {probs, v_c, no_slot}, 0b11);
+        const tensor_slot ctx = b.batched_matmul("matmul", heads_bytes(b, a.rows, a.heads, a.v_head_dim, st), st,
+                                                 probs, v_c);
         return b.compute("clone", heads_bytes(b, a.rows, a.heads, a.v_head_dim, st), st, {ctx, no_slot, no_slot}, 0);
     }
     // Llama-style code and T5 take the softmax in fp32; BERT and GPT-2 get
@@ -229,8 +229,7 @@ constexpr tensor_slot eager_attention(kernel_builder& b, const op& o, tensor_slo
     probs = b.cast(probs, scores, b.matmul_type(pt));
     probs = dropout_kernel(b, probs, scores, o.dropout);
     const dtype ct = b.type_of(probs);
-    const tensor_slot ctx = b.compute("matmul", heads_bytes(b, a.rows, a.heads, a.v_head_dim, ct), ct,
-                                      {probs, v_c, no_slot}, 0b11);
+    const tensor_slot ctx = b.batched_matmul("matmul", heads_bytes(b, a.rows, a.heads, a.v_head_dim, ct), ct, probs, v_c);
     return b.compute("clone", heads_bytes(b, a.rows, a.heads, a.v_head_dim, ct), ct, {ctx, no_slot, no_slot}, 0);
 }
 

@@ -168,6 +168,13 @@ public:
         }
         return push(k);
     }
+    // A product of two tensors (bmm, matmul, baddbmm), both kept for
+    // backward, whose backward multiplies through cuBLAS.
+    constexpr tensor_slot batched_matmul(const char* what, bytes out, dtype t, tensor_slot a, tensor_slot b) {
+        const tensor_slot product = compute(what, out, t, {a, b, no_slot}, 0b11);
+        at(product).cublas_backward = true;
+        return product;
+    }
     // softmax (or _safe_softmax) over `x`, its output kept for backward.
     // CUDA's softmax backward first multiplies the gradient by the output
     // into a temporary (SoftMax.cu: tmp = grad * output), alive beside the

@@ -70,6 +70,14 @@ struct kernel {
     bool returned;             // in the model's output (logits, the KV cache), kept or not by the loop
     bool forward_scoped;       // lives until the forward returns: masks the model builds once
     bool alias;                // a view of in[0]: no memory of its own
+    // Its backward makes the parameter's gradient before the input's. Traced
+    // on the H200: a linear without a bias (MmBackward0) makes the weight's
+    // first; with one (AddmmBackward0) the input's, then the weight's and
+    // the bias's.
+    bool param_grads_first;
+    // Its backward multiplies through cuBLAS: the first such backward of a
+    // process makes autograd's cuBLAS workspace (caching_allocator::defer_workspace).
+    bool cublas_backward;
     bytes weight_copy;         // autocast's half copy of the weight it multiplies by
     bool saves_weight_copy;    // kept for backward (the input gradient needs it)
     bool caches_weight_copy;   // autocast's cast cache keeps it until the forward ends

@@ -49,12 +49,17 @@ constexpr tensor_slot lora_branch(kernel_builder& b, const op& o, tensor_slot x,
     a.saves_inputs = adapters_train ? 1 : 0;
     a.grad_inputs = b.grad_of(in) ? 1 : 0;
     a.param_grads = adapters_train ? b.tensor(detail::checked_mul(rank, o.in_width), t) : bytes{};
+    // nn.Linear without a bias; under autocast its weight is cast, an order not traced.
+    a.param_grads_first = !b.autocast();
+    a.cublas_backward = true;
     const tensor_slot a_out = b.push(a);
     kernel up = b.make("lora_B", b.tensor(b.elements(o.rows, o.out_width), t), t, {a_out, no_slot, no_slot});
     up.requires_grad = a.requires_grad;
     up.saves_inputs = adapters_train ? 1 : 0;
     up.grad_inputs = a.requires_grad ? 1 : 0;
     up.param_grads = adapters_train ? b.tensor(detail::checked_mul(o.out_width, rank), t) : bytes{};
+    up.param_grads_first = a.param_grads_first;
+    up.cublas_backward = true;
     const tensor_slot b_out = b.push(up);
     const std::uint64_t out = b.elements(o.rows, o.out_width);
     const tensor_slot scaled = b.pointwise("mul", b_out, out);
@@ -76,6 +81,7 @@ constexpr tensor_slot linear_4bit(kernel_builder& b, const op& o, tensor_slot x)
     k.grad_inputs = k.requires_grad ? 1 : 0;
     k.workspace = dequantized;
     k.backward_workspace.add(dequantized);
+    k.cublas_backward = true;  // the input's gradient: a matmul with the weight dequantized again
     if (!o.bias.empty()) k.param_grads = bytes{};  // frozen with the base
     tensor_slot y = b.push(k);
     y = b.cast(y, checked_mul(n, o.out_width), b.type_of(x));
@@ -109,6 +115,7 @@ constexpr tensor_slot int8_linear(kernel_builder& b, const op& o, tensor_slot x)
     mm.saved_with_graph = true;
     mm.grad_inputs = mm.requires_grad ? 1 : 0;
     mm.backward_workspace.add(b.tensor(o.weight.numel(), t));
+    mm.cublas_backward = true;
     mm.backward_workspace.add(b.tensor(o.out_width, dtype::fp32));
     return b.push(mm);
 }
@@ -150,6 +157,10 @@ constexpr tensor_slot expand_linear(kernel_builder& b, const op& o) {
     // the bias gradient is a reduction over tokens (reduction_staging).
     if (weight_grad && weight_cast) k.backward_workspace.add(weight_copy);
     if (weight_grad && !o.bias.empty()) k.backward_workspace.add(b.reduction_staging(n, o.out_width));
+    // A weight cast by autocast has its gradient made in the compute dtype
+    // and cast after: that order was not traced, and is left as the input's first.
+    k.param_grads_first = o.bias.empty() && !weight_cast;
+    k.cublas_backward = true;
     const tensor_slot y = b.push(k);
     return adapted ? lora_branch(b, o, x, y) : y;
 }
