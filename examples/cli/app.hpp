@@ -573,8 +573,8 @@ inline std::string_view unmodelled_reserved_note(const recipe& r) {
 // What the step takes of the card: the allocator's reserved memory (the
 // forward's and autograd's cuBLAS workspaces in it), cuBLASLt's, and a
 // paged optimizer's managed memory.
-inline bytes device_need(const request& q, const estimate_result& x) {
-    return x.replay.peak_reserved + cublas_workspace_beside_replay(q.make_recipe(), q.device()) + x.e.managed;
+inline bytes device_need(const estimate_result& x) {
+    return x.replay.peak_reserved + cublas_workspace_beside_replay() + x.e.managed;
 }
 
 [[noreturn]] inline void overflowed(const request& q, bool with_batch) {
@@ -609,7 +609,7 @@ inline bool step_fits(const request& q, const estimator& prepared, const shape& 
     // replay stays under it runs the same under it: only the rest is
     // replayed capped.
     if (peak_rules_out(q, x.e)) return false;
-    if (device_need(q, x) <= q.budget) return true;
+    if (device_need(x) <= q.budget) return true;
     try {
         return fits_under(prepared, s, q.budget - (q.gpu ? x.e.managed : bytes{}));
     } catch (const overflow_error&) {
@@ -806,11 +806,11 @@ inline void print_estimate(std::ostream& out, const estimate_result& x) {
 }
 
 inline void print_fit(std::ostream& out, const request& q, const estimate_result& x) {
-    const bytes needed = device_need(q, x);
+    const bytes needed = device_need(x);
     const std::string where = q.gpu ? fmt::format("{} ({} total, context {})", q.gpu->name, q.gpu->total, q.gpu->context)
                                     : fmt::format("budget {}", q.budget);
     out << fmt::format("\n{}: needs {} = reserved {} (the cuBLAS workspaces in it) + cuBLASLt's workspace {}; {}\n",
-                       where, needed, x.replay.peak_reserved, cublas_workspace_beside_replay(q.make_recipe(), q.device()),
+                       where, needed, x.replay.peak_reserved, cublas_workspace_beside_replay(),
                        x.fits ? "fits (as max-batch tests it: the allocator replayed under the cap)"
                                        : "does not fit (as max-batch tests it: the allocator replayed under the cap)");
 }
@@ -834,7 +834,7 @@ inline ojson explain_json(const request& q) {
 }
 
 inline ojson gpu_json(const request& q, const estimate_result& x) {
-    const bytes needed = device_need(q, x);
+    const bytes needed = device_need(x);
     const device_profile& d = *q.gpu;
     return ojson{{"name", d.name},
                  {"compute_capability", fmt::format("{}.{}", d.major, d.minor)},
@@ -1013,7 +1013,7 @@ inline void cmd_max_batch(const raw_options& o, std::ostream& out) {
                        q.gpu ? fmt::format(": {} minus its CUDA context", q.gpu->name) : std::string());
     if (best == 0) {
         out << fmt::format("max batch 0: even batch 1 does not fit; it needs {} ({} bytes) > {}\n",
-                           device_need(q, e), grouped(device_need(q, e).count), q.budget);
+                           device_need(e), grouped(device_need(e).count), q.budget);
     } else {
         out << fmt::format("max batch {}\n", best);
         if (capped) out << "note: " << cap_note << '\n';

@@ -23,12 +23,10 @@ inline constexpr std::uint64_t max_batch_search_limit = 1ULL << 16;
 constexpr bytes cublas_workspace(const recipe& r, const device_profile& device = devices::h200) {
     return (r.inference ? 1 : 2) * device.cublas_workspace() + device_profile::cublaslt_workspace;
 }
-// Those the replay does not place: cuBLASLt's (the forward's and
-// autograd's handles' are blocks of the replay: replay_on), which a fit's
-// check takes off the cap first.
-constexpr bytes cublas_workspace_beside_replay(const recipe& r, const device_profile& device = devices::h200) {
-    return cublas_workspace(r, device) - (r.inference ? 1 : 2) * device.cublas_workspace();
-}
+// The one the replay does not place, which a fit's check takes off the cap
+// first: cuBLASLt's. The forward's and autograd's handles' workspaces are
+// blocks of the replay (replay_on).
+constexpr bytes cublas_workspace_beside_replay() { return device_profile::cublaslt_workspace; }
 
 namespace detail {
 
@@ -85,7 +83,7 @@ constexpr void require_fit_modelled(const recipe& r) {
 // segment past it.
 constexpr bool batch_fits(const estimator& e, shape s, std::uint64_t batch, bytes budget) {
     s.batch = batch;
-    const bytes workspace = cublas_workspace_beside_replay(e.step_recipe(), e.device());
+    const bytes workspace = cublas_workspace_beside_replay();
     if (budget <= workspace) return false;
     if (std::is_constant_evaluated()) return !e.replay(s, budget - workspace).out_of_memory;
     try {

@@ -14,7 +14,7 @@ TEST_CASE("max_batch is the largest batch the replayed allocator runs under the 
         INFO(budget.count);
         const std::uint64_t b = max_batch(presets::gpt2, {}, {.seq = 1024}, budget);
         REQUIRE(b > 0);
-        const bytes cap = budget - cublas_workspace_beside_replay(recipe{});
+        const bytes cap = budget - cublas_workspace_beside_replay();
         CHECK_FALSE(replay_allocator(presets::gpt2, {}, {.batch = b, .seq = 1024}, cap).out_of_memory);
         CHECK(replay_allocator(presets::gpt2, {}, {.batch = b + 1, .seq = 1024}, cap).out_of_memory);
     }
@@ -74,11 +74,11 @@ TEST_CASE("the allocator replay frees each tensor's own block: reserved never fa
     CHECK(replay.peak_allocated >= e.peak);
     CHECK(replay.peak_reserved >= replay.peak_allocated);
     // And the fit verdicts agree: the largest batch under the replayed need fits, one more does not.
-    const bytes budget = replay.peak_reserved + cublas_workspace_beside_replay(r);
+    const bytes budget = replay.peak_reserved + cublas_workspace_beside_replay();
     const std::uint64_t best = max_batch(presets::llama_3_8b, r, {.seq = 512}, budget, 64);
     CHECK(best >= 8);
     CHECK(replay_allocator(presets::llama_3_8b, r, {.batch = best + 1, .seq = 512}).peak_reserved +
-              cublas_workspace_beside_replay(r) > budget);
+              cublas_workspace_beside_replay() > budget);
 }
 
 TEST_CASE("sliding-window layers are a cycle of stages; the estimate is linear in it", "[graph][layers]") {
