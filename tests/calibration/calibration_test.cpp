@@ -677,8 +677,12 @@ TEST_CASE("training under a cap: no fit where a fresh H200 process ran out of me
     // --spec): max_batch's answer for each real-size and recipes search of
     // the test above that reused one process, and for five QLoRA searches
     // checkpointed (as peft leaves it, and non-reentrantly), with the next
-    // batch where it ran out of memory. Every answer ran; the QLoRA answers
-    // are exact, and phi-3-mini answers 17 where 18 runs.
+    // batch where it ran out of memory. Every answer ran. Two are one short:
+    // phi-3-mini answers 17 where 18 runs, and tinyllama NF4 at 1024 under
+    // 12 GiB 10 where 11 runs (a quantized base is loaded by from_pretrained,
+    // which packs its parameters into one segment; the replay builds it as
+    // from_config does, and at 4 x 2048 the two differ only there in
+    // segments of 64 MiB and more).
     std::size_t exact = 0;
     std::size_t below = 0;
     const std::vector<fresh_search> searches = fresh_searches(ANATOMY_FRESH_FIT_TRAINING_FILE);
@@ -691,6 +695,6 @@ TEST_CASE("training under a cap: no fit where a fresh H200 process ran out of me
         if (search.bracketed() && search.answer == search.largest_run) ++exact;
     }
     CHECK(searches.size() == 15);
-    CHECK(exact == 4);
-    CHECK(below == 1);
+    CHECK(exact == 3);
+    CHECK(below == 2);
 }
