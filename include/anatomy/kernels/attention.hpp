@@ -101,11 +101,11 @@ constexpr tensor_slot math_attention(kernel_builder& b, const op& o, tensor_slot
     // tril of the scores' last two dimensions made additive in the query's
     // dtype; grouped keys and values are expanded to every head, and the
     // expanded key is scaled and transposed, then copied for the matmul (not
-    // traced without grouping); the mask is added
-    // in place; _safe_softmax marks the all -inf rows with a bool per score.
-    // The mask and the expanded key and value are the kernel's locals, alive
-    // until it returns (after the second matmul). Compiled, the graph's
-    // decomposition stays as it was traced (bert-base).
+    // traced without grouping); the mask is added in place; _safe_softmax
+    // marks the all -inf rows with a bool per score. The mask and the
+    // expanded key and value are the kernel's locals, alive until it returns
+    // (after the second matmul). Compiled, the graph's decomposition stays
+    // as it was traced (bert-base).
     const bool eager_kernel = !b.r.compile;
     tensor_slot locals[4];
     std::size_t local_count = 0;
