@@ -563,7 +563,7 @@ inline std::string_view unmodelled_reserved_note(const recipe& r) {
         case detail::reserved_gap::none: break;
         case detail::reserved_gap::zero: return "(not modelled for DeepSpeed ZeRO: an H200 reserves 10-16 % more)";
         case detail::reserved_gap::quantized_checkpoint_in_trainer:
-            return "(not modelled for checkpointing over a quantized base under the Trainer: an H200 reserved 4 % more)";
+            return "(not modelled for checkpointing over a quantized base under the Trainer: an H200 reserved 5 % more)";
         case detail::reserved_gap::reentrant_checkpoint:
             return "(not modelled for the reentrant checkpoint over a plain base: never measured there)";
     }

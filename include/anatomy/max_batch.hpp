@@ -37,9 +37,9 @@ namespace detail {
 //   reserves 25.86, 25.86 and 28.03 GB (its initialization leaves segments
 //   the replay does not);
 // - checkpointing over a quantized base under transformers.Trainer: tinyllama
-//   QLoRA at 4 x 2048 reserved 12,374 MiB, the replay 11,894 (-3.9 %;
+//   QLoRA at 4 x 2048 reserved 12,374 MiB, the replay 11,766 (-4.9 %;
 //   tests/data/trainer-h200.jsonl). In the plain loop the replay's verdicts
-//   agree with the H200's at all 19 capped batches measured
+//   agree with the H200's at all 25 capped batches measured
 //   (tests/data/quantized-gc-fit-h200.jsonl, fresh-fit-training-h200.jsonl);
 // - the reentrant checkpoint's over a plain base, never measured.
 enum class reserved_gap : std::uint8_t { none, zero, quantized_checkpoint_in_trainer, reentrant_checkpoint };
@@ -65,7 +65,7 @@ constexpr void require_fit_modelled(const recipe& r) {
                                   "that headroom");
         case reserved_gap::quantized_checkpoint_in_trainer:
             return require(false, "anatomy::max_batch: the reserved memory of gradient checkpointing over a quantized "
-                                  "base under transformers.Trainer is not modelled (an H200 reserved 4 % more than the "
+                                  "base under transformers.Trainer is not modelled (an H200 reserved 5 % more than the "
                                   "replay for tinyllama QLoRA); size the run from its peak, leaving that headroom, or "
                                   "ask without grad_checkpointing");
         case reserved_gap::reentrant_checkpoint:

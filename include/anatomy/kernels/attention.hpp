@@ -96,63 +96,20 @@ constexpr tensor_slot math_attention(kernel_builder& b, const op& o, tensor_slot
     // 1, 18.6 MB at 2).
     const std::uint64_t kv_heads_here =
         b.m.attention.sdpa_broadcasts_kv && a.kv_heads == 1 && a.batch == 1 ? 1 : a.heads;
-    // Eager, the kernel's own steps as traced (tinyllama's fp32 scores under
-    // a quantized base, 4 x 2048): with is_causal it builds the mask, a bool
-    // tril of the scores' last two dimensions made additive in the query's
-    // dtype; grouped keys and values are expanded to every head, and the
-    // expanded key is scaled and transposed, then copied for the matmul (not
-    // traced without grouping); the mask is added in place; _safe_softmax
-    // marks the all -inf rows with a bool per score. The mask and the
-    // expanded key and value are the kernel's locals, alive until it returns
-    // (after the second matmul). Compiled, the graph's decomposition stays
-    // as it was traced (bert-base).
-    const bool eager_kernel = !b.r.compile;
-    tensor_slot locals[4];
-    std::size_t local_count = 0;
-    tensor_slot mask = no_slot;
-    if (eager_kernel && o.causal && !sdpa_masked(b, o) && b.m.attention.positions != position_kind::relative_bias) {
-        const std::uint64_t mask_elements = checked_mul(a.q_seq, a.k_seq);
-        mask = b.compute("where", b.tensor(mask_elements, t), t, {no_slot, no_slot, no_slot}, 0);
-        b.at(mask).workspace = 2 * b.tensor(mask_elements, dtype::boolean);  // ones(L, S) and its tril
-        locals[local_count++] = mask;
-    }
-    tensor_slot k_in = k;
-    tensor_slot v_in = v;
-    if (eager_kernel && grouped) {
-        k_in = b.compute("repeat_interleave", heads_bytes(b, a.key_rows, a.heads, a.head_dim, b.type_of(k)), b.type_of(k),
-                         {k, no_slot, no_slot}, 0);
-        v_in = b.compute("repeat_interleave", heads_bytes(b, a.key_rows, a.heads, a.v_head_dim, b.type_of(v)),
-                         b.type_of(v), {v, no_slot, no_slot}, 0);
-        locals[local_count++] = k_in;
-        locals[local_count++] = v_in;
-    }
-    tensor_slot k_s = b.compute("mul", heads_bytes(b, a.key_rows, kv_heads_here, a.head_dim, t), t, {k_in, no_slot, no_slot}, 0);
-    if (eager_kernel && grouped)
-        k_s = b.compute("clone", heads_bytes(b, a.key_rows, kv_heads_here, a.head_dim, t), t, {k_s, no_slot, no_slot}, 0);
-    const tensor_slot v_c = (cached && !grouped && b.type_of(v) == t) || (eager_kernel && grouped && b.type_of(v) == t)
-                                ? v_in
+    const tensor_slot k_s = b.compute("mul", heads_bytes(b, a.key_rows, kv_heads_here, a.head_dim, t), t, {k, no_slot, no_slot}, 0);
+    const tensor_slot v_c = cached && !grouped && b.type_of(v) == t
+                                ? v
                                 : b.compute("clone", heads_bytes(b, a.key_rows, kv_heads_here, a.v_head_dim, t), t,
-                                            {v_in, no_slot, no_slot}, 0);
+                                            {v, no_slot, no_slot}, 0);
     tensor_slot w = b.batched_matmul("bmm", b.tensor(scores, t), t, q_s, k_s);
     // Broadcast, the head's gradient is made at every head, then summed.
     const bool broadcast = kv_heads_here != a.heads;
     if (broadcast && b.at(w).requires_grad) b.at(w).backward_workspace.add(heads_bytes(b, a.key_rows, a.heads, a.head_dim, t));
-    if (b.m.attention.positions == position_kind::relative_bias || o.causal || sdpa_masked(b, o)) {
-        if (eager_kernel) {
-            kernel add = b.make("add_", bytes{}, t, {w, no_slot, no_slot});
-            add.alias = true;
-            add.requires_grad = b.grad_of(w);
-            add.grad_inputs = add.requires_grad ? 1 : 0;
-            w = b.push(add);
-        } else {
-            w = b.compute("add", b.tensor(scores, t), t, {w, no_slot, no_slot}, 0);
-        }
-    }
+    if (b.m.attention.positions == position_kind::relative_bias || o.causal || sdpa_masked(b, o))
+        w = b.compute("add", b.tensor(scores, t), t, {w, no_slot, no_slot}, 0);
     const tensor_slot softmax = b.softmax("_safe_softmax", b.tensor(scores, sm), sm, w);
-    if (eager_kernel) b.at(softmax).workspace = b.tensor(scores, dtype::boolean);
     const tensor_slot probs = b.cast(dropout_kernel(b, softmax, scores, o.dropout), scores, t);
     tensor_slot ctx = b.batched_matmul("bmm", heads_bytes(b, a.rows, a.heads, a.v_head_dim, t), t, probs, v_c);
-    for (std::size_t i = 0; i < local_count; ++i) reference_until(b.at(ctx), locals[i]);
     if (broadcast && b.at(ctx).requires_grad)
         b.at(ctx).backward_workspace.add(heads_bytes(b, a.key_rows, a.heads, a.v_head_dim, t));
     if (compiled_encoder(b, o) && b.at(ctx).requires_grad) {
