@@ -38,8 +38,9 @@ def main():
     a = ap.parse_args()
 
     if a.spec:
-        spec = {k: v for k, v in json.loads(a.spec).items() if k not in ("budget_gib", "hi", "name")}
-        cap_gib = float(json.loads(a.spec)["budget_gib"])
+        search = json.loads(a.spec)
+        spec = {k: v for k, v in search.items() if k not in ("budget_gib", "hi", "name")}
+        cap_gib = float(search["budget_gib"])
     elif a.model is None or a.seq is None or a.cap_gib is None:
         ap.error("give --spec, or --model, --seq and --cap-gib")
     else:

@@ -258,7 +258,6 @@ public:
         return total == reserved_ && used == allocated_ && free_blocks == cached_blocks();
     }
     constexpr bytes allocated() const { return bytes{allocated_}; }
-    constexpr bytes allocated(block_use use) const { return bytes{used_[static_cast<std::size_t>(use)]}; }
     constexpr bytes reserved() const { return bytes{reserved_}; }
     constexpr bytes peak_allocated() const { return bytes{peak_allocated_}; }
     // The peak of the allocated bytes less the workspaces' blocks at the
@@ -269,7 +268,7 @@ public:
     // from now on.
     constexpr void restart_peak_allocated() {
         peak_allocated_ = allocated_;
-        peak_tensors_ = allocated_ - used_[static_cast<std::size_t>(block_use::workspaces)];
+        peak_tensors_ = tensors_allocated();
     }
     constexpr bool out_of_memory() const { return out_of_memory_; }
     // How many tapes, of steps and of layers, were played: calls not walked.
@@ -311,6 +310,11 @@ public:
 private:
     static constexpr std::size_t none = static_cast<std::size_t>(-1);
     static constexpr std::size_t untaped = untaped_ref;
+
+    // The allocated bytes less the workspaces' blocks.
+    constexpr std::uint64_t tensors_allocated() const {
+        return allocated_ - used_[static_cast<std::size_t>(block_use::workspaces)];
+    }
 
     constexpr void place_deferred_workspace() {
         const std::uint64_t size = deferred_workspace_;
@@ -371,8 +375,7 @@ private:
         allocated_ += taken.size;
         used_[static_cast<std::size_t>(use)] += taken.size;
         if (allocated_ > peak_allocated_) peak_allocated_ = allocated_;
-        const std::uint64_t tensors = allocated_ - used_[static_cast<std::size_t>(block_use::workspaces)];
-        if (tensors > peak_tensors_) peak_tensors_ = tensors;
+        if (tensors_allocated() > peak_tensors_) peak_tensors_ = tensors_allocated();
         if (timeline_ != nullptr) record_sample();
         if (workspace_armed_) place_deferred_workspace();
         return b;

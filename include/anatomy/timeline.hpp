@@ -320,6 +320,10 @@ public:
             // workspace right after its first output, and a linear without a
             // bias makes its weight's gradient before its input's (with
             // gradients from an earlier micro-step, one summed in and freed last).
+            const auto new_param_grads = [&] {
+                param_blocks[param_grad_count] = live.add_grad(k.param_grads);
+                param_grads[param_grad_count++] = k.param_grads;
+            };
             const bool ordered = live.allocator != nullptr && (k.cublas_backward || k.param_grads_first);
             const bool params_first = ordered && k.param_grads_first && k.param_grads.count > 0;
             const bool summed_first = params_first && grads_exist;
@@ -329,8 +333,7 @@ public:
                 if (summed_first) {
                     summed_block = live.add(k.param_grads);
                 } else if (params_first) {
-                    param_blocks[param_grad_count] = live.add_grad(k.param_grads);
-                    param_grads[param_grad_count++] = k.param_grads;
+                    new_param_grads();
                 }
             }
             for (std::size_t j = 0; j < 3; ++j) {
@@ -347,8 +350,7 @@ public:
                 if (grads_exist) {
                     transient(k.param_grads);
                 } else if (k.param_grads.count > 0) {
-                    param_blocks[param_grad_count] = live.add_grad(k.param_grads);
-                    param_grads[param_grad_count++] = k.param_grads;
+                    new_param_grads();
                 }
             }
             for (std::size_t t = 0; t < transient_count; ++t) transient_blocks[t] = live.add(transients[t]);

@@ -680,10 +680,9 @@ TEST_CASE("training under a cap: no fit where a fresh H200 process ran out of me
     // most with the next batch, where it ran out of memory. Every answer
     // ran; the eight bracketed are exact (the other two run out of memory
     // one batch up in quantized-gc-fit-h200.jsonl), and phi-3-mini answers
-    // 17 where 18 runs. SDPA's math
-    // kernel walked as the H200 traces show it (a version not kept) answered
-    // llama-3.2-1b NF4 at 4096 under 24 GiB 2 and tinyllama LLM.int8 at 2048
-    // under 20 GiB 6, which ran out of memory.
+    // 17 where 18 runs. SDPA's math kernel walked as the H200 traces show it
+    // (7e562b6, reverted) answered llama-3.2-1b NF4 at 4096 under 24 GiB 2
+    // and tinyllama LLM.int8 at 2048 under 20 GiB 6, which ran out of memory.
     std::size_t exact = 0;
     std::size_t below = 0;
     const std::vector<fresh_search> searches = fresh_searches(ANATOMY_FRESH_FIT_TRAINING_FILE);

@@ -115,8 +115,8 @@ constexpr tensor_slot int8_linear(kernel_builder& b, const op& o, tensor_slot x)
     mm.saved_with_graph = true;
     mm.grad_inputs = mm.requires_grad ? 1 : 0;
     mm.backward_workspace.add(b.tensor(o.weight.numel(), t));
-    mm.cublas_backward = true;
     mm.backward_workspace.add(b.tensor(o.out_width, dtype::fp32));
+    mm.cublas_backward = true;  // the input's gradient: a matmul with the weight dequantized
     return b.push(mm);
 }
 
