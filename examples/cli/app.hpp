@@ -715,14 +715,17 @@ inline std::string recipe_text(const request& q) {
     return out;
 }
 
-inline void print_header(std::ostream& out, const request& q, bool with_batch) {
+// What the header's shape line says: sweep describes its grid itself.
+enum class shape_line : std::uint8_t { with_batch, without_batch, none };
+inline void print_header(std::ostream& out, const request& q, shape_line shape) {
     std::string task = std::string(name_of(q.model.head.kind));
     if (q.model.head.kind == task::seq_cls || q.model.head.kind == task::image_cls)
         task += fmt::format(" ({} labels)", q.model.head.num_labels);
     const std::string source = q.config_path.empty() ? "preset" : fmt::format("config {}", q.config_path);
     out << fmt::format("{:<10}{} ({}), arch {}, task {}\n", "model", q.model_name, source, q.model.model_type,
                        task);
-    out << fmt::format("{:<10}{}\n", "shape", shape_text(q, with_batch));
+    if (shape != shape_line::none)
+        out << fmt::format("{:<10}{}\n", "shape", shape_text(q, shape == shape_line::with_batch));
     out << fmt::format("{:<10}{}\n", "recipe", recipe_text(q));
 }
 
@@ -966,7 +969,7 @@ inline void cmd_estimate(const raw_options& o, std::ostream& out) {
         out << json_text(j) << '\n';
         return;
     }
-    print_header(out, q, true);
+    print_header(out, q, shape_line::with_batch);
     out << '\n';
     print_estimate(out, e);
     if (q.budget.count > 0) print_fit(out, q, e);
@@ -1007,7 +1010,7 @@ inline void cmd_max_batch(const raw_options& o, std::ostream& out) {
         out << json_text(j) << '\n';
         return;
     }
-    print_header(out, q, false);
+    print_header(out, q, shape_line::without_batch);
     out << fmt::format("{:<10}{} ({} bytes){}, checked against the reserved memory plus cuBLAS workspaces\n\n",
                        "budget", q.budget, grouped(q.budget.count),
                        q.gpu ? fmt::format(": {} minus its CUDA context", q.gpu->name) : std::string());

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "app.hpp"
+#include "svg_axis.hpp"
 
 #include <anatomy/caching_allocator.hpp>
 #include <anatomy/explain.hpp>
@@ -16,6 +17,7 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace anatomy::cli::app_detail {
@@ -39,9 +41,25 @@ inline step_window last_step(const memory_timeline& t) {
     return {first, t.samples.size()};
 }
 
+// `text` in lines of at most `width` characters, broken after a space, or
+// inside a word longer than a line.
+inline std::vector<std::string> wrapped(std::string_view text, std::size_t width) {
+    std::vector<std::string> lines;
+    while (text.size() > width) {
+        std::size_t cut = text.rfind(' ', width);
+        if (cut == std::string_view::npos || cut == 0) cut = width;
+        lines.emplace_back(text.substr(0, cut));
+        text.remove_prefix(cut);
+        while (text.starts_with(' ')) text.remove_prefix(1);
+    }
+    lines.emplace_back(text);
+    return lines;
+}
+
 inline std::string step_plot_svg(const memory_timeline& t, const memory_snapshot& snap, const std::string& title) {
     const step_window w = last_step(t);
     constexpr double width = 900, height = 480, left = 70, right = 300, top = 36, bottom = 44;
+    constexpr std::size_t label_chars = 34;  // of an alive tensor's label per line, at 12 px in the 300 px panel
     const double plot_w = width - left - right, plot_h = height - top - bottom;
     const auto total = [](const memory_sample& s) {
         std::uint64_t sum = 0;
@@ -49,11 +67,14 @@ inline std::string step_plot_svg(const memory_timeline& t, const memory_snapshot
         return sum;
     };
     std::size_t peak = w.first;
-    double ymax = 1;
+    double highest = 0;
     for (std::size_t i = w.first; i < w.end; ++i) {
         if (total(t.samples[i]) > total(t.samples[peak])) peak = i;
-        ymax = std::max({ymax, static_cast<double>(total(t.samples[i])), static_cast<double>(t.samples[i].reserved.count)});
+        highest = std::max({highest, static_cast<double>(total(t.samples[i])), static_cast<double>(t.samples[i].reserved.count)});
     }
+    // A round top above the reserved line, which would otherwise run along the frame.
+    const value_axis axis = nice_value_axis(highest / static_cast<double>(GiB.count));
+    const double ymax = axis.top() * static_cast<double>(GiB.count);
     // At most about 2000 points a series: each bucket of samples drawn by its fullest.
     std::vector<std::size_t> drawn;
     const std::size_t bucket = (w.end - w.first + 1999) / 2000;
@@ -97,6 +118,8 @@ inline std::string step_plot_svg(const memory_timeline& t, const memory_snapshot
         "font-family=\"sans-serif\" font-size=\"12\" data-peak-bytes=\"{2}\">\n"
         "<rect width=\"{0}\" height=\"{1}\" fill=\"white\"/>\n<text x=\"{3}\" y=\"20\" font-size=\"14\">{4}</text>\n",
         width, height, total(t.samples[peak]), left, xml_escape(title));
+    // The grid first: the stacks cover it.
+    svg += gib_ticks_svg(axis, left, plot_w, [&](double gib) { return y(gib * static_cast<double>(GiB.count)); });
     std::vector<double> below(drawn.size(), 0.0);
     for (std::size_t l = 0; l < layers.size(); ++l) {
         std::string upper;
@@ -122,14 +145,12 @@ inline std::string step_plot_svg(const memory_timeline& t, const memory_snapshot
     for (const std::size_t i : drawn)
         reserved += fmt::format("{}{:.1f},{:.1f}", reserved.empty() ? "" : " ", x(i),
                                 y(static_cast<double>(t.samples[i].reserved.count)));
+    const double reserved_row = top + 18 * static_cast<double>(layers.size());
     svg += fmt::format("<polyline class=\"reserved\" fill=\"none\" stroke=\"black\" stroke-width=\"1.5\" points=\"{}\"/>\n"
+                       "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\" stroke-width=\"1.5\"/>"
                        "<text x=\"{}\" y=\"{}\">reserved (the replayed allocator)</text>\n",
-                       reserved, left + plot_w + 14, top + 10 + 18 * static_cast<double>(layers.size()));
-    for (int tick = 0; tick <= 4; ++tick) {
-        const double v = ymax * tick / 4;
-        svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{:.1f} GiB</text>\n", left - 6, y(v) + 4,
-                           v / static_cast<double>(GiB.count));
-    }
+                       reserved, left + plot_w + 14, reserved_row + 6, left + plot_w + 26, reserved_row + 6,
+                       left + plot_w + 32, reserved_row + 10);
     svg += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"black\"/>\n", left, top, top + plot_h);
     for (const phase_mark& p : t.phases) {
         if (p.sample < w.first || p.sample >= w.end) continue;
@@ -145,11 +166,17 @@ inline std::string step_plot_svg(const memory_timeline& t, const memory_snapshot
                        snap.phase);
     std::vector<snapshot_row> rows = snap.rows;
     std::sort(rows.begin(), rows.end(), [](const snapshot_row& a, const snapshot_row& b) { return a.total() > b.total(); });
+    // The largest eight, each label whole: a long one goes on under itself.
+    double row_y = top + 10 + 18 * static_cast<double>(layers.size() + 3);
     for (std::size_t i = 0; i < std::min<std::size_t>(rows.size(), 8); ++i) {
         const std::string label = rows[i].count > 1 ? fmt::format("{} x{}", rows[i].what, rows[i].count) : rows[i].what;
+        const std::vector<std::string> lines = wrapped(label, label_chars);
         svg += fmt::format("<text class=\"alive\" x=\"{}\" y=\"{}\">{:.2f} GiB  {}</text>\n", left + plot_w + 14,
-                           top + 10 + 18 * static_cast<double>(layers.size() + 3 + i), in_gib(rows[i].total()),
-                           xml_escape(label.substr(0, 36)));
+                           row_y, in_gib(rows[i].total()), xml_escape(lines.front()));
+        for (std::size_t l = 1; l < lines.size(); ++l)
+            svg += fmt::format("<text class=\"alive-more\" x=\"{}\" y=\"{}\">{}</text>\n", left + plot_w + 76,
+                               row_y + 15 * static_cast<double>(l), xml_escape(lines[l]));
+        row_y += 15 * static_cast<double>(lines.size() - 1) + 18;
     }
     return svg + "</svg>\n";
 }

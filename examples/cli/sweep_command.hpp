@@ -4,6 +4,7 @@
 #pragma once
 
 #include "app.hpp"
+#include "svg_axis.hpp"
 
 #include <fmt/ranges.h>
 
@@ -166,12 +167,18 @@ inline sweep_result run_sweep(const raw_options& o, bool every_cell) {
 }
 
 // Peak memory against the batch, one line per sequence length, the budget as
-// a dashed line; plain SVG 1.1.
+// a dashed line, and on each line the largest batch that fits; plain SVG 1.1.
+// That batch is the replayed allocator's verdict: its reserved memory, and
+// not the peak, must stay under the budget, so a line may cross the budget
+// some batches after its mark, and a reader who took the crossing would
+// launch a batch that runs out of memory.
 inline std::string sweep_svg(const sweep_result& r) {
-    constexpr double width = 720, height = 440, left = 70, right = 150, top = 30, bottom = 50;
+    constexpr double width = 760, height = 440, left = 70, right = 190, top = 30, bottom = 50;
     const double plot_w = width - left - right, plot_h = height - top - bottom;
-    double ymax = static_cast<double>(r.q.budget.count);
-    for (const sweep_cell& c : r.cells) ymax = std::max(ymax, static_cast<double>(c.e.peak.count));
+    double largest = static_cast<double>(r.q.budget.count);
+    for (const sweep_cell& c : r.cells) largest = std::max(largest, static_cast<double>(c.e.peak.count));
+    const value_axis axis = nice_value_axis(largest / static_cast<double>(GiB.count));
+    const double ymax = axis.top() * static_cast<double>(GiB.count);
     const double bmin = static_cast<double>(r.batches.front()), bmax = static_cast<double>(r.batches.back());
     const auto x = [&](std::uint64_t b) {
         return bmax == bmin ? left + plot_w / 2 : left + plot_w * (static_cast<double>(b) - bmin) / (bmax - bmin);
@@ -184,24 +191,22 @@ inline std::string sweep_svg(const sweep_result& r) {
         "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"{0}\" height=\"{1}\" fill=\"white\"/>\n"
         "<text x=\"{2}\" y=\"18\" font-size=\"14\">peak memory: {3}</text>\n",
         width, height, left, xml_escape(r.q.model_name));
+    svg += gib_ticks_svg(axis, left, plot_w, [&](double gib) { return y(gib * static_cast<double>(GiB.count)); });
     svg += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"black\"/>\n", left, top, top + plot_h);
     svg += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"black\"/>\n", left, top + plot_h,
                        left + plot_w);
-    for (int tick = 0; tick <= 4; ++tick) {
-        const double v = ymax * tick / 4;
-        svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{:.1f} GiB</text>\n", left - 6, y(v) + 4,
-                           v / static_cast<double>(GiB.count));
-    }
-    for (const std::uint64_t b : {r.batches.front(), r.batches.back()})
+    for (const std::uint64_t b : nice_integer_ticks(r.batches.front(), r.batches.back()))
         svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", x(b), top + plot_h + 16, b);
     svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">batch</text>\n", left + plot_w / 2,
                        top + plot_h + 36);
-    if (r.q.budget.count > 0) {
+    const bool budgeted = r.q.budget.count > 0;
+    if (budgeted) {
         const double yb = y(static_cast<double>(r.q.budget.count));
         svg += fmt::format("<line class=\"budget\" x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"black\" "
                            "stroke-dasharray=\"6 4\"/>\n<text x=\"{}\" y=\"{:.1f}\">budget {}</text>\n",
                            left, yb, left + plot_w, yb, left + plot_w + 6, yb + 4, r.q.budget);
     }
+    const double legend = left + plot_w + 6;
     for (std::size_t i = 0; i < r.seqs.size(); ++i) {
         std::string points;
         for (std::size_t j = 0; j < r.batches.size(); ++j) {
@@ -212,8 +217,27 @@ inline std::string sweep_svg(const sweep_result& r) {
         const char* color = colors[i % colors.size()];
         svg += fmt::format("<polyline class=\"seq\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"/>\n",
                            color, points);
-        svg += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"{}\">seq {}</text>\n", left + plot_w + 6,
-                           top + 16 * static_cast<double>(i + 1), color, r.seqs[i]);
+        std::string fit;
+        if (budgeted && r.largest_fitting[i] == no_cell) {
+            fit = ": none fits";
+        } else if (budgeted) {
+            const sweep_cell& c = r.cells[r.largest_fitting[i]];
+            fit = fmt::format(": {} fits", c.batch);
+            svg += fmt::format("<circle class=\"largest-fit\" data-seq=\"{}\" data-batch=\"{}\" cx=\"{:.1f}\" "
+                               "cy=\"{:.1f}\" r=\"4.5\" fill=\"{}\" stroke=\"black\"/>\n",
+                               c.seq, c.batch, x(c.batch), y(static_cast<double>(c.e.peak.count)), color);
+        }
+        svg += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"{}\">seq {}{}</text>\n", legend,
+                           top + 16 * static_cast<double>(i + 1), color, r.seqs[i], fit);
+    }
+    if (budgeted) {
+        // Why the mark may sit below the crossing: said where the reader looks.
+        const double note = top + 16 * static_cast<double>(r.seqs.size() + 2);
+        svg += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"4.5\" fill=\"white\" stroke=\"black\"/>\n"
+                           "<text x=\"{}\" y=\"{}\">largest batch that fits:</text>\n"
+                           "<text x=\"{}\" y=\"{}\">its reserved memory, not</text>\n"
+                           "<text x=\"{}\" y=\"{}\">its peak, under the budget</text>\n",
+                           legend + 5, note - 4, legend + 14, note, legend, note + 15, legend, note + 30);
     }
     return svg + "</svg>\n";
 }
@@ -254,12 +278,16 @@ inline void cmd_sweep(const raw_options& o, const std::string& svg_path, bool cs
         }
         return;
     }
-    print_header(out, r.q, false);
+    print_header(out, r.q, shape_line::none);
     const auto axis = [](const std::vector<std::uint64_t>& v) {
         return v.size() <= 8 ? fmt::format("{}", fmt::join(v, ","))
                              : fmt::format("{} to {} ({} values)", v.front(), v.back(), v.size());
     };
-    out << fmt::format("{:<10}batch {} x seq {}: {} cells\n", "grid", axis(r.batches), axis(r.seqs), r.cells.size());
+    std::string target;
+    if (r.q.model.stack == stack_kind::encoder_decoder)
+        target = r.q.s.target_seq == 0 ? ", target seq = seq" : fmt::format(", target seq {}", r.q.s.target_seq);
+    out << fmt::format("{:<10}batch {} x seq {}{}: {} cells\n", "grid", axis(r.batches), axis(r.seqs), target,
+                       r.cells.size());
     if (budgeted) {
         out << fmt::format("\nthe largest batch of the grid that fits {} ({} per step to hold):\n",
                            r.q.gpu ? fmt::format("{} ({})", r.q.gpu->name, r.q.budget) : fmt::format("--budget {}", r.q.budget),

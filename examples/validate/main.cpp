@@ -197,7 +197,7 @@ int run(const std::vector<std::string>& args) {
         peak_set_of = [&](std::uint64_t b) { return llmc_peak_set(*lq, b); };
         batch = lq->batch;
     } else {
-        if (!o.json) print_header(std::cout, *pq, true);
+        if (!o.json) print_header(std::cout, *pq, shape_line::with_batch);
         peak_set_of = [&](std::uint64_t b) {
             shape s = pq->s;
             s.batch = b;

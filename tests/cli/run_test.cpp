@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -283,9 +284,9 @@ TEST_CASE("sweep: every cell is what estimate prints for that point") {
     CHECK(fitting < 4);
 }
 
-TEST_CASE("sweep --svg draws one line per sequence length, a point per batch, and the budget") {
+TEST_CASE("sweep --svg draws one line per sequence length, a point per batch, the budget, and each largest fit") {
     const std::string path = (std::filesystem::temp_directory_path() / "anatomy_sweep_test.svg").string();
-    const result r = run({"sweep", "--model", "gpt2", "--batch", "1:4", "--seq", "128,256,512", "--budget", "6GiB",
+    const result r = run({"sweep", "--model", "gpt2", "--batch", "1:4", "--seq", "128,256,1024", "--budget", "3GiB",
                           "--svg", path});
     REQUIRE(r.status == 0);
     std::ifstream in(path);
@@ -302,6 +303,32 @@ TEST_CASE("sweep --svg draws one line per sequence length, a point per batch, an
     }
     CHECK(lines == 3);
     CHECK(svg.find("class=\"budget\"") != std::string::npos);
+    // Each line's mark is the largest batch whose cell fits, by the cells estimate prints.
+    const json j = run_json({"sweep", "--model", "gpt2", "--batch", "1:4", "--seq", "128,256,1024", "--budget", "3GiB",
+                             "--json"});
+    std::map<std::uint64_t, std::uint64_t> largest_fit;  // seq -> batch
+    for (const json& cell : j["cells"])
+        if (cell["fits"].get<bool>()) {
+            std::uint64_t& b = largest_fit[cell["seq"].get<std::uint64_t>()];
+            b = std::max(b, cell["batch"].get<std::uint64_t>());
+        }
+    REQUIRE(!largest_fit.empty());
+    REQUIRE(largest_fit.size() < 3);  // the budget leaves one length without a fitting batch
+    const std::regex mark("<circle class=\"largest-fit\" data-seq=\"([0-9]+)\" data-batch=\"([0-9]+)\"");
+    std::map<std::uint64_t, std::uint64_t> marked;
+    for (auto it = std::sregex_iterator(svg.begin(), svg.end(), mark); it != std::sregex_iterator(); ++it)
+        marked[std::stoull((*it)[1])] = std::stoull((*it)[2]);
+    CHECK(marked == largest_fit);
+    CHECK(svg.find("seq 1024: none fits") != std::string::npos);
+    // The top tick clears every peak and the budget.
+    const std::regex tick("<text class=\"tick\"[^>]*>([0-9.e+-]+) GiB</text>");
+    double top = 0;
+    for (auto it = std::sregex_iterator(svg.begin(), svg.end(), tick); it != std::sregex_iterator(); ++it)
+        top = std::max(top, std::stod((*it)[1]));
+    double highest = 3;
+    for (const json& cell : j["cells"])
+        highest = std::max(highest, static_cast<double>(cell["peak_bytes"].get<std::uint64_t>()) / (1 << 30));
+    CHECK(top > highest);
 }
 
 TEST_CASE("estimate --plot draws the last step: a stack per ledger entry, reserved, the phases, the replayed peak") {
@@ -338,6 +365,12 @@ TEST_CASE("estimate --plot draws the last step: a stack per ledger entry, reserv
         CHECK(most(entry) <= logical + logical / 50);
     }
     CHECK(count("<polyline class=\"reserved\"") == 1);
+    // The reserved line stays off the frame: the top tick is above it.
+    const std::regex tick("<text class=\"tick\"[^>]*>([0-9.e+-]+) GiB</text>");
+    double top = 0;
+    for (auto it = std::sregex_iterator(svg.begin(), svg.end(), tick); it != std::sregex_iterator(); ++it)
+        top = std::max(top, std::stod((*it)[1]));
+    CHECK(top * (1 << 30) > static_cast<double>(j["reserved_bytes"].get<std::uint64_t>()));
     CHECK(count("<line class=\"phase\"") == 3);  // the last step's forward, backward and optimizer step
     for (const char* phase : {">forward<", ">backward<", ">optimizer<"}) CHECK(count(phase) == 1);
     // The plot's peak is all the allocator holds; the replayed peak is the
