@@ -12,7 +12,8 @@ segment_free (free_requested is dropped), then a summary line.
   python3 segment_trace.py CONFIG.json --batch 5 --seq 2048 --amp bf16 --gc --cap-gib 80 --steps 3 --out trace.jsonl
 
 Under a cap a step that runs out of memory ends the run; the summary's
-oom_step names it (null: every step ran). `--inference` makes each step
+oom_step names it (null: every step ran), with PyTorch's message and the
+failed request's size and Python frames. `--inference` makes each step
 measure_h200.py's serving step instead: a forward under no_grad on the
 input ids alone (use_cache=False), its output deleted.
 
@@ -77,6 +78,7 @@ if a.lora:
 model.train()
 opt = None if a.inference else torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-5)
 oom_step = None  # under a cap: the step that ran out of memory; the history up to it is still written
+oom_message = None
 for step in range(a.steps):
     try:
         ids = torch.randint(100, min(cfg.vocab_size, 30000), (a.batch, a.seq), device="cuda")
@@ -94,8 +96,9 @@ for step in range(a.steps):
         opt.step(); opt.zero_grad(set_to_none=True)
         del ids
         torch.cuda.synchronize()
-    except torch.OutOfMemoryError:
+    except torch.OutOfMemoryError as e:
         oom_step = step + 1
+        oom_message = str(e)
         print(f"step {step + 1}: out of memory, reserved {torch.cuda.memory_reserved()}", flush=True)
         break
     print(f"step {step + 1} done: reserved {torch.cuda.memory_reserved()}", flush=True)
@@ -103,9 +106,14 @@ snap = torch.cuda.memory._snapshot()
 torch.cuda.memory._record_memory_history(enabled=None)
 # An OOM entry has no address; the summary says where the run stopped.
 events = [e for e in snap["device_traces"][0] if e["action"] != "free_requested" and "addr" in e]
+# The request that failed, and the Python frames that made it (the op that ran out).
+oom = next((e for e in snap["device_traces"][0] if e["action"] == "oom"), None)
+oom_request = None if oom is None else {
+    "size": oom["size"], "frames": [f"{f['filename'].rsplit('/', 2)[-1]}:{f['line']} {f['name']}" for f in oom.get("frames", [])[:12]]}
 with open(a.out, "w") as f:
     for e in events:
         f.write(json.dumps([e["action"], e["addr"], e["size"]]) + "\n")
     f.write(json.dumps({"max_reserved": torch.cuda.max_memory_reserved(), "max_allocated": torch.cuda.max_memory_allocated(),
-                        "events": len(events), "steps": a.steps, "oom_step": oom_step}) + "\n")
+                        "events": len(events), "steps": a.steps, "oom_step": oom_step, "oom_message": oom_message,
+                        "oom_request": oom_request}) + "\n")
 print(a.out, len(events), torch.cuda.max_memory_reserved(), torch.cuda.max_memory_allocated())
