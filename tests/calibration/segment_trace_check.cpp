@@ -3,10 +3,12 @@
 // segment_free, then a summary line) into the caching-allocator model, and
 // checks that the model's reserved bytes follow the GPU's:
 //
-//   gzip -dc TRACE.jsonl.gz | anatomy_segment_trace_check [--cap-gib N] [--ends-only]
+//   gzip -dc TRACE.jsonl.gz | anatomy_segment_trace_check [--cap-gib N] [--ends-only] [--oom]
 //
 // By default after every allocation and free; with --ends-only, only the
-// peak and the last value. The peaks of reserved and allocated bytes must
+// peak and the last value. With --oom the run ended out of memory under
+// the cap: the request the GPU refused (the summary's oom_request, made
+// after the trace's last allocation) must fail in the model too. The peaks of reserved and allocated bytes must
 // equal the GPU's max_memory_reserved and max_memory_allocated. The events
 // are the GPU's own, so this checks the allocator model alone, not the
 // walk that makes its events. It also prints how often a new segment lay
@@ -24,11 +26,12 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace {
 
 int usage(const char* why) {
-    std::fprintf(stderr, "anatomy_segment_trace_check: %s\nusage: gzip -dc TRACE.jsonl.gz | anatomy_segment_trace_check [--cap-gib N] [--ends-only]\n", why);
+    std::fprintf(stderr, "anatomy_segment_trace_check: %s\nusage: gzip -dc TRACE.jsonl.gz | anatomy_segment_trace_check [--cap-gib N] [--ends-only] [--oom]\n", why);
     return 2;
 }
 
@@ -40,10 +43,12 @@ int main(int argc, char** argv) {
     using namespace anatomy;
     double cap_gib = 0;
     bool ends_only = false;
+    bool refused_request = false;
     for (int i = 1; i < argc; ++i) {
         const std::string_view arg = argv[i];
         if (arg == "--cap-gib" && i + 1 < argc) cap_gib = std::atof(argv[++i]);
         else if (arg == "--ends-only") ends_only = true;
+        else if (arg == "--oom") refused_request = true;
         else return usage("unknown argument");
     }
     caching_allocator model(bytes{static_cast<std::uint64_t>(cap_gib * 1073741824.0)});
@@ -57,15 +62,34 @@ int main(int argc, char** argv) {
     nlohmann::json summary;
     std::uint64_t events = 0;
     bool diverged = false;
-    std::string line;
-    while (std::getline(std::cin, line)) {
-        const nlohmann::json e = nlohmann::json::parse(line, nullptr, false);
+    // Read whole: the summary, last, says what the run ended with.
+    std::vector<nlohmann::json> lines;
+    for (std::string line; std::getline(std::cin, line);) {
+        nlohmann::json e = nlohmann::json::parse(line, nullptr, false);
         if (e.is_discarded()) return usage("a line is not JSON");
         if (e.is_object()) {
-            summary = e;
+            summary = std::move(e);
             break;
         }
         if (!e.is_array() || e.size() != 3) return usage("an event is not [action, address, size]");
+        lines.push_back(std::move(e));
+    }
+    if (summary.is_null()) return usage("no summary line at the end");
+    std::uint64_t refused_size = 0;
+    std::size_t last_alloc = lines.size();
+    if (refused_request) {
+        if (!summary.contains("oom_request") || !summary["oom_request"].is_object())
+            return usage("--oom: the summary has no oom_request (a run that did not end out of memory?)");
+        refused_size = summary["oom_request"]["size"].get<std::uint64_t>();
+        for (std::size_t i = lines.size(); i-- > 0;)
+            if (lines[i][0].get<std::string>() == "alloc") {
+                last_alloc = i;
+                break;
+            }
+    }
+    bool refused = false;
+    for (std::size_t index = 0; index < lines.size(); ++index) {
+        const nlohmann::json& e = lines[index];
         ++events;
         const std::string action = e[0].get<std::string>();
         const auto address = e[1].get<std::uint64_t>();
@@ -90,6 +114,13 @@ int main(int argc, char** argv) {
                 return 1;
             }
             live[address] = b;
+            if (index == last_alloc) {
+                (void)model.allocate(bytes{refused_size}, tensor_owner::step);
+                refused = model.out_of_memory();
+                std::printf("the request the GPU refused (%llu bytes), after event %llu: the model %s\n",
+                            static_cast<unsigned long long>(refused_size), static_cast<unsigned long long>(events),
+                            refused ? "refuses it too" : "grants it");
+            }
         } else if (action == "free_completed") {
             const auto it = live.find(address);
             if (it == live.end()) return usage("a free of an address that was never allocated");
@@ -107,7 +138,6 @@ int main(int argc, char** argv) {
             diverged = true;
         }
     }
-    if (summary.is_null()) return usage("no summary line at the end");
     const auto max_reserved = summary["max_reserved"].get<std::uint64_t>();
     const auto max_allocated = summary["max_allocated"].get<std::uint64_t>();
     std::printf("%llu events; reserved at the end: model %.6f GB, GPU %.6f GB; peak reserved: model %.6f GB, GPU %.6f GB; "
@@ -120,5 +150,5 @@ int main(int argc, char** argv) {
                     100.0 * static_cast<double>(below) / static_cast<double>(pairs));
     const bool ends = model.reserved().count == gpu_reserved && model.peak_reserved().count == max_reserved &&
                       model.peak_allocated().count == max_allocated;
-    return diverged || !ends ? 1 : 0;
+    return diverged || !ends || (refused_request && !refused) ? 1 : 0;
 }
