@@ -19,19 +19,17 @@ struct value_axis {
     constexpr double top() const { return step * intervals; }
 };
 
-// 4 to 8 intervals of 1, 2, 2.5 or 5 times a power of ten (in the caller's
+// 5 to 8 intervals of 1, 2, 2.5 or 5 times a power of ten (in the caller's
 // unit, e.g. GiB), the top strictly above `largest` so that its line stays
-// off the frame. `largest` <= 0 draws one interval of 1.
+// off the frame, and at most a quarter above it. `largest` <= 0 draws one
+// interval of 1.
 inline value_axis nice_value_axis(double largest) {
     if (!(largest > 0)) return {1, 1};
-    const double raw = largest / 5;
-    const double power = std::pow(10.0, std::floor(std::log10(raw)));
-    for (const double m : {1.0, 2.0, 2.5, 5.0, 10.0}) {
-        const double step = m * power;
-        const int intervals = static_cast<int>(std::floor(largest / step)) + 1;
-        if (intervals <= 8) return {step, intervals};
-    }
-    return {10 * power, static_cast<int>(std::floor(largest / (10 * power))) + 1};
+    const double power = std::pow(10.0, std::floor(std::log10(largest / 5)));
+    const auto intervals_of = [&](double step) { return static_cast<int>(std::floor(largest / step)) + 1; };
+    for (const double m : {1.0, 2.0, 2.5, 5.0})
+        if (intervals_of(m * power) <= 8) return {m * power, intervals_of(m * power)};
+    return {10 * power, intervals_of(10 * power)};  // largest < 50 * power: at most 5 intervals
 }
 
 // A GiB axis's labels left of x = `left`, and a light grid line across the
@@ -53,7 +51,7 @@ std::string gib_ticks_svg(const value_axis& axis, double left, double plot_width
 }
 
 // Integer ticks over [first, last]: both ends, and the multiples of a step of
-// 1, 2 or 5 times a power of ten between them, at most about 10 in all. A
+// 1, 2 or 5 times a power of ten between them, at most 11 in all. A
 // multiple within a step's fifth of an end is left out: its label would
 // overlap the end's.
 inline std::vector<std::uint64_t> nice_integer_ticks(std::uint64_t first, std::uint64_t last) {
