@@ -19,8 +19,11 @@ input ids alone (use_cache=False), its output deleted.
 
   python3 segment_trace.py gemma-3-1b.json --batch 71 --seq 256 --inference --cap-gib 24 --out trace.jsonl
 """
-import argparse, json, torch
+import argparse, json, os, sys
+import torch
 from transformers import AutoConfig, AutoModelForCausalLM
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 ap = argparse.ArgumentParser()
 ap.add_argument("config")
@@ -51,19 +54,8 @@ if a.cap_gib:
 torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python", max_entries=4_000_000)
 dtype = torch.bfloat16 if a.weights == "bf16" else torch.float32
 if a.quant:
-    import tempfile
-    import peft
-    from transformers import BitsAndBytesConfig
-    tmpd = tempfile.mkdtemp(dir="/tmp")
-    with torch.device("cpu"):
-        AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16).save_pretrained(tmpd)
-    qcfg = (BitsAndBytesConfig(load_in_8bit=True) if a.quant == "int8" else
-            BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
-                               bnb_4bit_compute_dtype=torch.bfloat16))
-    model = AutoModelForCausalLM.from_pretrained(tmpd, quantization_config=qcfg, dtype=dtype,
-                                                 attn_implementation="sdpa", device_map={"": 0})
-    # With use_gradient_checkpointing it turns checkpointing on itself: the reentrant checkpoint.
-    model = peft.prepare_model_for_kbit_training(model, use_gradient_checkpointing=a.gc)
+    from quantized_base import load_quantized_base
+    model = load_quantized_base(cfg, a.quant, dtype, "sdpa", a.gc)
 else:
     with torch.device("cuda"):
         model = AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation="sdpa")

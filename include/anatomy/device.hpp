@@ -66,9 +66,18 @@ struct device_profile {
 };
 
 namespace detail {
-// Measured on an H200 (PyTorch 2.11, CUDA 13): NVML used memory grows by
-// 620.8 MiB at the first CUDA call.
-inline constexpr bytes h200_context = 650969088 * B;
+// Measured on an H200 (PyTorch 2.11, CUDA 13): the memory outside the
+// caching allocator once a step has run, the largest of ten workloads
+// (tests/data/context-growth-h200.jsonl, bench/torch_reference/context_growth.py:
+// cudaMemGetInfo's used memory less memory_reserved). It is 618.8 MiB at
+// the first CUDA call, and grows as the step's kernels load (lazy module
+// loading) and its libraries make their handles: to 694.8 MiB serving,
+// 750.8 to 766.8 MiB training (SDPA's kernels, cuBLAS, cuDNN; compiled the
+// same), 814.8 MiB with bitsandbytes' LLM.int8. With the first-call figure a
+// whole card's budget was 196 MiB too large: llama-3-8b bf16 checkpointed
+// at 10 x 4096 was said to fit an H200 and ran out of memory (its 19.57 GiB
+// logits with 19.46 GiB free).
+inline constexpr bytes h200_context = 854392832 * B;
 }  // namespace detail
 
 namespace devices {
