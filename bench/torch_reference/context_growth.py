@@ -18,18 +18,12 @@ import torch
 from transformers import AutoConfig, AutoModelForCausalLM
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from step_setup import add_step_arguments, load_quantized_base  # noqa: E402 (beside this script)
 
 ap = argparse.ArgumentParser()
-ap.add_argument("config")
-ap.add_argument("--batch", type=int, required=True)
-ap.add_argument("--seq", type=int, required=True)
-ap.add_argument("--weights", choices=["fp32", "bf16"], default="fp32")
+add_step_arguments(ap)
 ap.add_argument("--amp", choices=["bf16", "fp16"])
 ap.add_argument("--attn", default="sdpa")
-ap.add_argument("--gc", action="store_true")
-ap.add_argument("--quant", choices=["nf4", "int8"])
-ap.add_argument("--lora", type=int, default=0)
-ap.add_argument("--inference", action="store_true")
 ap.add_argument("--compile", action="store_true", help="torch.compile(model), default mode")
 a = ap.parse_args()
 
@@ -46,7 +40,6 @@ cfg = AutoConfig.for_model(d.pop("model_type"), **{k: v for k, v in d.items() if
 dtype = torch.bfloat16 if a.weights == "bf16" else torch.float32
 if a.quant:
     import peft
-    from quantized_base import load_quantized_base
     model = load_quantized_base(cfg, a.quant, dtype, a.attn, a.gc)
     model = peft.get_peft_model(model, peft.LoraConfig(r=a.lora, lora_alpha=16, target_modules=["q_proj", "v_proj"]))
 else:

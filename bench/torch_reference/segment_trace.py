@@ -24,20 +24,13 @@ import torch
 from transformers import AutoConfig, AutoModelForCausalLM
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from step_setup import add_step_arguments, load_quantized_base  # noqa: E402 (beside this script)
 
 ap = argparse.ArgumentParser()
-ap.add_argument("config")
-ap.add_argument("--batch", type=int, required=True)
-ap.add_argument("--seq", type=int, required=True)
-ap.add_argument("--weights", choices=["fp32", "bf16"], default="fp32")
-ap.add_argument("--gc", action="store_true")
+add_step_arguments(ap)
 ap.add_argument("--steps", type=int, default=2)
-ap.add_argument("--inference", action="store_true", help="forwards under no_grad, as measure_h200.py serves")
 ap.add_argument("--amp", choices=["bf16"], help="torch.autocast(bf16) around the forward")
 ap.add_argument("--cap-gib", type=float, help="set_per_process_memory_fraction to this many GiB")
-ap.add_argument("--quant", choices=["nf4", "int8"], help="a bitsandbytes base, loaded as measure.py loads it, "
-                "then peft.prepare_model_for_kbit_training and LoRA (needs --lora)")
-ap.add_argument("--lora", type=int, default=0, help="LoRA rank (alpha 16, as the families file)")
 ap.add_argument("--lora-targets", default="q_proj,v_proj")
 ap.add_argument("--out", required=True)
 a = ap.parse_args()
@@ -54,7 +47,6 @@ if a.cap_gib:
 torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python", max_entries=4_000_000)
 dtype = torch.bfloat16 if a.weights == "bf16" else torch.float32
 if a.quant:
-    from quantized_base import load_quantized_base
     model = load_quantized_base(cfg, a.quant, dtype, "sdpa", a.gc)
 else:
     with torch.device("cuda"):
