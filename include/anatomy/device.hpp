@@ -74,7 +74,7 @@ namespace detail {
 // loading) and its libraries make their handles: to 694.8 MiB serving,
 // 750.8 to 766.8 MiB training (SDPA's kernels, cuBLAS, cuDNN; compiled the
 // same), 814.8 MiB with bitsandbytes' LLM.int8. With the first-call figure a
-// whole card's budget was 196 MiB too large: llama-3-8b bf16 checkpointed
+// whole card's budget was 194 MiB too large: llama-3-8b bf16 checkpointed
 // at 10 x 4096 was said to fit an H200 and ran out of memory (its 19.57 GiB
 // logits with 19.46 GiB free).
 inline constexpr bytes h200_context = 854392832 * B;

@@ -109,10 +109,10 @@ recipe recipe_of(const nlohmann::json& spec) {
     return r;
 }
 
-// The cap a run was measured under (set_per_process_memory_fraction).
-// A spec's budget: its cap, or with `gpu` the whole card, as max_batch(...,
-// device) and the CLI's --gpu budget it (the card's memory less what lies
-// outside the allocator).
+// A spec's budget: the cap its run was measured under
+// (set_per_process_memory_fraction), or with `gpu` the whole card, as
+// max_batch(..., device) and the CLI's --gpu budget it (the card's memory
+// less what lies outside the allocator).
 bytes budget_of(const nlohmann::json& spec) {
     if (spec.contains("gpu")) {
         const device_matches card = find_devices(spec.at("gpu").get<std::string>());
