@@ -8,23 +8,37 @@
 
 #include <fmt/format.h>
 
+#include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace anatomy::cli {
 
+// An error whose message is formatted at run time: anatomy::error holds only
+// a literal. Shared, so that copying the exception cannot throw.
+class formatted_error : public anatomy::error {
+public:
+    explicit formatted_error(std::string message)
+        : anatomy::error(""), message_(std::make_shared<const std::string>(std::move(message))) {}
+    const char* what() const noexcept override { return message_->c_str(); }
+
+private:
+    std::shared_ptr<const std::string> message_;
+};
+
 // The command line is wrong on its own (unknown flag or value, a missing or
 // malformed flag): exit status 2.
-class usage_error : public anatomy::error {
+class usage_error : public formatted_error {
 public:
-    using anatomy::error::error;
+    using formatted_error::formatted_error;
 };
 
 // The inputs are well formed but describe something the estimator cannot
 // take (a bad config.json, a task the model does not have): exit status 1.
-class input_error : public anatomy::error {
+class input_error : public formatted_error {
 public:
-    using anatomy::error::error;
+    using formatted_error::formatted_error;
 };
 
 inline constexpr int exit_input_error = 1;

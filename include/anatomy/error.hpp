@@ -5,14 +5,22 @@
 // error whose diagnostic shows the throwing line, message included.
 #pragma once
 
-#include <stdexcept>
-
+// Not <stdexcept>: it brings <string>, about a fifth of the umbrella
+// header's compile time (docs/performance.md, tenth session).
+#include <exception>
 
 namespace anatomy {
 
-class error : public std::runtime_error {
+// The library's messages are string literals, so the error holds a pointer
+// to one. An error with a message built at run time derives from it and
+// overrides what() (the CLI's do).
+class error : public std::exception {
 public:
-    using std::runtime_error::runtime_error;
+    explicit error(const char* message) noexcept : message_(message) {}
+    const char* what() const noexcept override { return message_; }
+
+private:
+    const char* message_;
 };
 
 // Thrown when a byte count or an element count does not fit 64 bits.
