@@ -694,6 +694,13 @@ TEST_CASE("training under a cap: no fit where a fresh H200 process ran out of me
     // One search takes the whole H200 (`gpu`): llama-3-8b checkpointed at
     // 4096 runs 9, and 10 runs out of physical memory; with the context
     // measured at the first CUDA call, not after a step, the answer was 10.
+    // Five searches of families no fresh process had checked (tenth
+    // session), each bracketed: olmoe-1b-7b (a mixture of experts) at 2048,
+    // gemma-3-4b checkpointed at 4096 and deepseek-v2-lite LoRA r16 on
+    // q_proj, o_proj at 2048 are exact (5, 3, 4); falcon-7b and olmo-2-7b
+    // checkpointed at 2048 answer 4 and 9 where 5 and 10 run
+    // (docs/accuracy.md: the allocator model, fed the H200's requests, runs
+    // them too; the walk's differ).
     std::size_t exact = 0;
     std::size_t below = 0;
     const std::vector<fresh_search> searches = fresh_searches(ANATOMY_FRESH_FIT_TRAINING_FILE);
@@ -705,7 +712,7 @@ TEST_CASE("training under a cap: no fit where a fresh H200 process ran out of me
         if (search.answer < search.largest_run) ++below;
         if (search.bracketed() && search.answer == search.largest_run) ++exact;
     }
-    CHECK(searches.size() == 20);
-    CHECK(exact == 9);
-    CHECK(below == 1);
+    CHECK(searches.size() == 25);
+    CHECK(exact == 12);
+    CHECK(below == 3);
 }
