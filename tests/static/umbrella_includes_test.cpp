@@ -1,7 +1,7 @@
 // The umbrella header stays off <string> and <stdexcept>: they cost about a
-// fifth of its compile time, and the three-budget TU's target
-// (docs/performance.md) has no room for them. libstdc++'s include guards
-// tell; other standard libraries are not checked.
+// fifth of its compile time and kept the three-budget TU at the edge of its
+// target (docs/performance.md). libstdc++'s include guards tell; other
+// standard libraries are not checked.
 #include <anatomy/anatomy.hpp>
 
 #if defined(__GLIBCXX__) && (defined(_GLIBCXX_STRING) || defined(_GLIBCXX_STDEXCEPT))
