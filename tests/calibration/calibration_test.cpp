@@ -716,3 +716,50 @@ TEST_CASE("training under a cap: no fit where a fresh H200 process ran out of me
     CHECK(exact == 12);
     CHECK(below == 3);
 }
+
+TEST_CASE("a whole H100: max_batch is the largest batch a fresh H100 process trains", "[calibration][max_batch]") {
+    // Five searches on an H100 80GB HBM3, one fresh process a trial, capped at
+    // cudaMemGetInfo's free memory at the first CUDA call so that physical
+    // memory runs out first (tests/data/fresh-fit-training-h100.jsonl), each
+    // at the answer and one batch up. The budget is the h100-80gb profile's
+    // (its total and context measured on that card); the kernels are the
+    // H200's, sm90 both.
+    const std::vector<fresh_search> searches =
+        fresh_searches((std::string(ANATOMY_DATA_DIR) + "/fresh-fit-training-h100.jsonl").c_str());
+    for (const fresh_search& search : searches) {
+        INFO(search.name);
+        CHECK(search.bracketed());
+        CHECK(search.answer == search.largest_run);
+    }
+    CHECK(searches.size() == 5);
+}
+
+TEST_CASE("a measured card's profile holds what its card showed: cudaMemGetInfo's total, the most outside the "
+          "allocator after a step",
+          "[calibration][device]") {
+    // bench/torch_reference/context_growth.py, one process a workload: used
+    // memory less memory_reserved at the first call, after the build and
+    // after each step. The profile's context is the largest after a step.
+    const auto check = [](const device_profile& card, const std::string& file, std::size_t workloads) {
+        INFO(card.name);
+        std::ifstream in(std::string(ANATOMY_DATA_DIR) + "/" + file);
+        REQUIRE(in.good());
+        std::uint64_t most = 0;
+        std::size_t count = 0;
+        std::string line;
+        while (std::getline(in, line)) {
+            const auto j = nlohmann::json::parse(line);
+            CHECK(j.at("total").get<std::uint64_t>() == card.total.count);
+            for (const auto& [point, used] : j.at("outside_allocator").items())
+                if (point.rfind("step", 0) == 0) most = std::max(most, used.get<std::uint64_t>());
+            ++count;
+        }
+        CHECK(count == workloads);
+        CHECK(card.total_from == figure_source::measured);
+        CHECK(card.context_from == figure_source::measured);
+        CHECK(card.context.count == most);
+    };
+    check(devices::h200, "context-growth-h200.jsonl", 10);
+    // The eager-attention workload (tinyllama at 4 x 2048) ran out of memory on the H100.
+    check(devices::h100_80gb, "context-growth-h100.jsonl", 9);
+}
