@@ -717,6 +717,51 @@ TEST_CASE("training under a cap: no fit where a fresh H200 process ran out of me
     CHECK(below == 3);
 }
 
+// The scratch tensors of the token embedding's backward (the first
+// embedding kernel of the model).
+std::vector<std::uint64_t> token_embedding_backward_scratch(const model_spec& model, const recipe& r, const shape& s) {
+    for (const stage& st : lower(model).stages)
+        for (const kernel& k : expand(st, model, r, s, devices::h200, stage_input_info{}).kernels)
+            if (std::string_view(k.what) == "embedding")
+                return {k.backward_workspace.tensors[0].count, k.backward_workspace.tensors[1].count};
+    FAIL("no embedding kernel");
+    return {};
+}
+
+TEST_CASE("embedding backward's partial sums are the size the H200's traces requested, above 3,072 indices only",
+          "[calibration][embedding]") {
+    // Requests of embedding_dense_backward's fp32 partial sums in the
+    // H200's allocator traces, once per step
+    // (bench/torch_reference/results/segments_<case>.jsonl.gz: `gzip -dc F |
+    // grep -c '"alloc", [0-9]*, SIZE]'` finds each once a step).
+    struct traced_case {
+        const char* model;
+        const char* recipe;
+        std::uint64_t batch, seq, partial_sums;
+    };
+    const traced_case cases[] = {
+        {"llama-3-8b", R"({"weights": "bf16", "gc": true})", 1, 4096, 73809920},
+        {"llama-3-8b", R"({"weights": "bf16", "gc": true})", 3, 4096, 221446144},
+        {"qwen3-4b", R"({"amp": "bf16", "gc": true})", 4, 2048, 92272640},
+        {"qwen3-4b", R"({"amp": "bf16", "gc": true})", 5, 2048, 115343360},
+        {"phi-3-mini", R"({"weights": "bf16", "gc": true})", 18, 4096, 484589568},
+        {"falcon-7b", R"({"weights": "bf16", "gc": true})", 5, 2048, 204734464},
+        {"olmo-2-7b", R"({"weights": "bf16", "gc": true})", 10, 2048, 369098752},
+    };
+    for (const traced_case& c : cases) {
+        INFO(c.model << " " << c.batch << " x " << c.seq);
+        const model_spec model = model_named(c.model, ANATOMY_CALIBRATION_CONFIGS);
+        const auto scratch = token_embedding_backward_scratch(model, recipe_of(nlohmann::json::parse(c.recipe)),
+                                                              {.batch = c.batch, .seq = c.seq});
+        CHECK(std::count(scratch.begin(), scratch.end(), c.partial_sums) == 1);
+    }
+    // gpt2 fp32 at 2 x 1024 (segments_gpt2_fp32_b2_s1024): 2,048 indices, no
+    // partial sums; the tied table's gradient (50,257 x 768 fp32, summed into
+    // the head's) is the kernel's only scratch.
+    const auto gpt2 = token_embedding_backward_scratch(presets::gpt2, recipe{}, {.batch = 2, .seq = 1024});
+    CHECK(gpt2 == std::vector<std::uint64_t>{50257 * 768 * 4, 0});
+}
+
 TEST_CASE("a whole H100: max_batch is the largest batch a fresh H100 process trains", "[calibration][max_batch]") {
     // Five searches on an H100 80GB HBM3, one fresh process a trial, capped at
     // cudaMemGetInfo's free memory at the first CUDA call so that physical

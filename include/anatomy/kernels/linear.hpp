@@ -11,6 +11,23 @@ namespace anatomy::detail {
 // checkpointing breaks it at every checkpointed layer.
 constexpr bool one_compiled_graph(const kernel_builder& b) { return b.r.compile && !b.r.grad_checkpointing; }
 
+// embedding_dense_backward (PyTorch 2.11, EmbeddingBackwardKernel.cu):
+// above 3,072 indices it sorts them and sums each index's rows in partial
+// segments of at most 10 rows, one row of partial sums per segment, in the
+// gradient's accumulate type (fp32 for fp16/bf16), after the table gradient
+// and freed before it returns: (n / 10 + min(n, entries)) rows (traced on
+// the H200 at the predicted size in five steps, 115 to 485 MB). Its int64
+// index buffers (four of n words, three of at most n + n / 10) are left
+// out: each takes the small pool below 131,072 indices. Compiled, inductor
+// runs its own decomposition (an index_put into the table), not this kernel.
+constexpr bytes embedding_partial_sums(const kernel_builder& b, const op& o) {
+    const std::uint64_t indices = b.rows(o.rows);
+    if (indices <= 3072 || b.r.compile) return bytes{};
+    const std::uint64_t segments = indices / 10 + (indices < o.weight.rows ? indices : o.weight.rows);
+    const dtype grad = b.param_type();
+    return b.tensor(checked_mul(segments, o.out_width), is_half(grad) ? dtype::fp32 : grad);
+}
+
 constexpr tensor_slot expand_embedding(kernel_builder& b, const op& o) {
     const dtype t = b.param_type();  // nn.Embedding is not on autocast's lists
     kernel k = b.make("embedding", b.tensor(b.elements(o.rows, o.out_width), t), t, {no_slot, no_slot, no_slot});
@@ -32,6 +49,10 @@ constexpr tensor_slot expand_embedding(kernel_builder& b, const op& o) {
         } else {
             k.param_grads = table;
         }
+        k.backward_workspace.add(embedding_partial_sums(b, o));
+        // The table first, then the partial sums (a gradient summed into an
+        // earlier micro-step's is made first too, and freed last).
+        k.param_grads_first = true;
     }
     return b.push(k);
 }
