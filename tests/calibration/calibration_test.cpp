@@ -762,21 +762,27 @@ TEST_CASE("embedding backward's partial sums are the size the H200's traces requ
     CHECK(gpt2 == std::vector<std::uint64_t>{50257 * 768 * 4, 0});
 }
 
-TEST_CASE("a whole H100: max_batch is the largest batch a fresh H100 process trains", "[calibration][max_batch]") {
-    // Five searches on an H100 80GB HBM3, one fresh process a trial, capped at
-    // cudaMemGetInfo's free memory at the first CUDA call so that physical
+TEST_CASE("a whole H100: max_batch is the largest batch a fresh H100 process trains, or one below",
+          "[calibration][max_batch]") {
+    // Seven searches on an H100 80GB HBM3, one fresh process a trial, capped
+    // at cudaMemGetInfo's free memory at the first CUDA call so that physical
     // memory runs out first (tests/data/fresh-fit-training-h100.jsonl), each
-    // at the answer and one batch up. The budget is the h100-80gb profile's
-    // (its total and context measured on that card); the kernels are the
-    // H200's, sm90 both.
+    // bracketed. The budget is the h100-80gb profile's (its total and context
+    // measured on that card); the kernels are the H200's, sm90 both. Six are
+    // exact; olmo-2-7b checkpointed at 2048 answers 9 where 10 runs, as
+    // under the H200's 80 GiB cap (docs/accuracy.md).
+    std::size_t exact = 0;
     const std::vector<fresh_search> searches =
         fresh_searches((std::string(ANATOMY_DATA_DIR) + "/fresh-fit-training-h100.jsonl").c_str());
     for (const fresh_search& search : searches) {
         INFO(search.name);
         CHECK(search.bracketed());
-        CHECK(search.answer == search.largest_run);
+        CHECK(search.answer <= search.largest_run);
+        CHECK(search.answer + 1 >= search.largest_run);
+        if (search.answer == search.largest_run) ++exact;
     }
-    CHECK(searches.size() == 5);
+    CHECK(searches.size() == 7);
+    CHECK(exact == 6);
 }
 
 TEST_CASE("a measured card's profile holds what its card showed: cudaMemGetInfo's total, the most outside the "
