@@ -122,6 +122,12 @@ public:
         o.head_dim = head_dim == 0 ? m.head_width() : head_dim;
         return add(o, {x, no_input, no_input});
     }
+    // A rotated tensor cast back to the dtype of `original`, the rotation's input.
+    constexpr op_input rotary_cast(module_path module, rows_of rows, std::uint64_t width, op_input rotated,
+                                   op_input original) {
+        op o = make_op(op_kind::rotary_cast, module, rows, width, width);
+        return add(o, {rotated, original, no_input});
+    }
     constexpr op_input concat(module_path module, rows_of rows, std::uint64_t width, op_input a, op_input b) {
         return add(make_op(op_kind::concat, module, rows, width, width), {a, b, no_input});
     }
@@ -317,11 +323,15 @@ constexpr op_input latent_attention(stage_builder& l, const model_spec& m, std::
     op_input latent = l.split(in(n.attention, "kv_latent"), tok, 0, a.kv_lora_rank, compressed);
     op_input k_pe = l.split(in(n.attention, "k_pe"), tok, a.kv_lora_rank, rope, compressed);
     latent = l.norm(in(n.attention, "kv_a_layernorm"), tok, a.kv_lora_rank, m.norm, latent);
-    const op_input q_pe = l.rotary(in(n.attention, "rotary_q"), tok, heads, m,
-                                   l.split(in(n.attention, "q_pe"), tok, detail::checked_mul(heads, nope),
-                                           detail::checked_mul(heads, rope), q),
-                                   rope);
+    const op_input q_rope = l.split(in(n.attention, "q_pe"), tok, detail::checked_mul(heads, nope),
+                                    detail::checked_mul(heads, rope), q);
+    op_input q_pe = l.rotary(in(n.attention, "rotary_q"), tok, heads, m, q_rope, rope);
+    const op_input k_rope = k_pe;
     k_pe = l.rotary(in(n.attention, "rotary_k"), tok, 1, m, k_pe, rope);
+    if (rotates_in_fp32(a.rotation)) {
+        q_pe = l.rotary_cast(in(n.attention, "rotary_q"), tok, detail::checked_mul(heads, rope), q_pe, q_rope);
+        k_pe = l.rotary_cast(in(n.attention, "rotary_k"), tok, rope, k_pe, k_rope);
+    }
     // The cache keeps the latent and the rotary part, not per-head keys and values.
     if (m.stack == stack_kind::decoder) {
         latent = l.cache_append(in(n.attention, "cache_latent"), tok, a.kv_lora_rank, latent);
@@ -353,19 +363,35 @@ constexpr op_input self_attention(stage_builder& l, const model_spec& m, std::ui
         q = l.split(in(n.attention, "q"), tok, 0, qw, qkv, m.heads());
         k = l.split(in(n.attention, "k"), tok, qw, kw, qkv, m.kv_head_count());
         v = l.split(in(n.attention, "v"), tok, qw + kw, vw, qkv, m.kv_head_count());
-    } else {
+    }
+    const bool per_head = a.qk_norm == qk_norm_kind::per_head;
+    const auto q_norm = [&](op_input y) {
+        return l.norm(in(n.attention, n.q_norm), tok, qw, m.norm, y, per_head ? m.heads() : 0);
+    };
+    const auto k_norm = [&](op_input y) {
+        return l.norm(in(n.attention, n.k_norm), tok, kw, m.norm, y, per_head ? m.kv_head_count() : 0);
+    };
+    const bool norms_last = a.qk_norm != qk_norm_kind::none && (a.layout == qkv_layout::fused || a.qk_norm_after_all_projections);
+    if (a.layout == qkv_layout::separate) {
+        const bool norm_each = a.qk_norm != qk_norm_kind::none && !norms_last;
         q = l.linear(in(n.attention, n.q), tok, m.hidden, qw, a.qkv_bias, x);
+        if (norm_each) q = q_norm(q);
         k = l.linear(in(n.attention, n.k), tok, m.hidden, kw, a.qkv_bias, x);
+        if (norm_each) k = k_norm(k);
         v = l.linear(in(n.attention, n.v), tok, m.hidden, vw, a.qkv_bias, x);
     }
-    if (a.qk_norm != qk_norm_kind::none) {
-        const bool per_head = a.qk_norm == qk_norm_kind::per_head;
-        q = l.norm(in(n.attention, n.q_norm), tok, qw, m.norm, q, per_head ? m.heads() : 0);
-        k = l.norm(in(n.attention, n.k_norm), tok, kw, m.norm, k, per_head ? m.kv_head_count() : 0);
+    if (norms_last) {
+        q = q_norm(q);
+        k = k_norm(k);
     }
     if (a.positions == position_kind::rotary && rope) {
+        const op_input q_in = q, k_in = k;
         q = l.rotary(in(n.attention, "rotary_q"), tok, m.heads(), m, q);
         k = l.rotary(in(n.attention, "rotary_k"), tok, m.kv_head_count(), m, k);
+        if (rotates_in_fp32(a.rotation)) {
+            q = l.rotary_cast(in(n.attention, "rotary_q"), tok, qw, q, q_in);
+            k = l.rotary_cast(in(n.attention, "rotary_k"), tok, kw, k, k_in);
+        }
         if (a.qk_l2_norm) {
             q = l.norm(in(n.attention, "qk_norm"), tok, qw, m.norm, q, m.heads(), false);
             k = l.norm(in(n.attention, "qk_norm"), tok, kw, m.norm, k, m.kv_head_count(), false);

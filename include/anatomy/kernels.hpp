@@ -40,6 +40,7 @@ constexpr tensor_slot expand_op(kernel_builder& b, const op& o) {
         case op_kind::alibi: return expand_alibi(b, o);
         case op_kind::mask: return expand_mask(b, o);
         case op_kind::rotary: return expand_rotary(b, o);
+        case op_kind::rotary_cast: return expand_rotary_cast(b, o);
         case op_kind::split: return expand_split(b, o);
         case op_kind::activation: return expand_activation(b, o);
         case op_kind::gate: return expand_binary(b, o, "mul", 0b11);

@@ -762,6 +762,94 @@ TEST_CASE("embedding backward's partial sums are the size the H200's traces requ
     CHECK(gpt2 == std::vector<std::uint64_t>{50257 * 768 * 4, 0});
 }
 
+// The modules of a model's first layer, in the order its forward calls them.
+std::vector<std::string> first_layer_modules(const model_spec& model) {
+    std::vector<std::string> names;
+    for (const stage& st : lower(model).stages) {
+        if (!st.block) continue;
+        for (const op& o : st.ops) names.emplace_back(o.module.name);
+        break;
+    }
+    return names;
+}
+
+bool calls_in_order(const std::vector<std::string>& modules, std::initializer_list<const char*> order) {
+    auto at = modules.begin();
+    for (const char* name : order) {
+        at = std::find(at, modules.end(), name);
+        if (at == modules.end()) return false;
+    }
+    return true;
+}
+
+TEST_CASE("q and k norms run where the family's code calls them", "[calibration][walk]") {
+    // transformers 5.17: Qwen3 and OLMo write q_norm(q_proj(x)), then k's,
+    // then v_proj; Gemma 3 projects q, k and v, then norms q and k.
+    for (const char* family : {"qwen3-4b", "olmo-2-7b", "olmoe-1b-7b"}) {
+        INFO(family);
+        const auto modules = first_layer_modules(model_named(family, ANATOMY_CALIBRATION_CONFIGS));
+        CHECK(calls_in_order(modules, {"q_proj", "q_norm", "k_proj", "k_norm", "v_proj"}));
+    }
+    const auto gemma = first_layer_modules(model_named("gemma-3-4b", ANATOMY_CALIBRATION_CONFIGS));
+    CHECK(calls_in_order(gemma, {"q_proj", "k_proj", "v_proj", "q_norm", "k_norm"}));
+}
+
+// Allocations (positive) and frees (negative) of at least 1 MiB, with each
+// run of frees between two allocations sorted: the order of frees with no
+// allocation between them leaves the allocator in the same state.
+std::vector<std::int64_t> large_requests_canonical(const std::vector<std::int64_t>& events) {
+    std::vector<std::int64_t> out;
+    std::size_t frees_from = 0;
+    const auto close_frees = [&] { std::sort(out.begin() + static_cast<std::ptrdiff_t>(frees_from), out.end()); };
+    for (const std::int64_t e : events) {
+        if (e > -(1 << 20) && e < (1 << 20)) continue;
+        if (e > 0) {
+            close_frees();
+            out.push_back(e);
+            frees_from = out.size();
+        } else {
+            out.push_back(e);
+        }
+    }
+    close_frees();
+    return out;
+}
+
+TEST_CASE("OLMo 2's checkpointed forward makes the H200's requests, two layers running", "[calibration][walk]") {
+    // Two layers of the first step's checkpointed forward of olmo-2-7b at
+    // 10 x 2048 as the H200's allocator saw them
+    // (tests/data/olmo2-forward-requests-h200.json, from a kept trace by
+    // bench/torch_reference/request_window.py), found in the walk's replay:
+    // q_norm right after q_proj, each norm holding its argument until it
+    // returns, and both RoPE casts after both rotations.
+    std::ifstream in(std::string(ANATOMY_DATA_DIR) + "/olmo2-forward-requests-h200.json");
+    REQUIRE(in.good());
+    const auto j = nlohmann::json::parse(in);
+    const auto& spec = j.at("spec");
+    const std::vector<std::int64_t> traced = large_requests_canonical(j.at("events").get<std::vector<std::int64_t>>());
+    // The window's first and last runs of frees may be cut: match from its
+    // first allocation to its last.
+    const auto allocation = [](std::int64_t e) { return e > 0; };
+    const auto first = std::find_if(traced.begin(), traced.end(), allocation);
+    const auto last = std::find_if(traced.rbegin(), traced.rend(), allocation).base();
+    REQUIRE(last - first > 100);
+    const std::vector<std::int64_t> window(first, last);
+    const model_spec model = model_named(spec.at("model").get<std::string>(), ANATOMY_CALIBRATION_CONFIGS);
+    const memory_timeline timeline = record_replay(model, recipe_of(spec),
+                                                   {.batch = spec.at("batch").get<std::uint64_t>(),
+                                                    .seq = spec.at("seq").get<std::uint64_t>()});
+    std::vector<std::int64_t> walked;
+    std::int64_t before = 0;
+    for (const memory_sample& sample : timeline.samples) {
+        std::int64_t now = 0;
+        for (const bytes b : sample.allocated) now += static_cast<std::int64_t>(b.count);
+        walked.push_back(now - before);
+        before = now;
+    }
+    const std::vector<std::int64_t> replayed = large_requests_canonical(walked);
+    CHECK(std::search(replayed.begin(), replayed.end(), window.begin(), window.end()) != replayed.end());
+}
+
 TEST_CASE("a whole H100: max_batch is the largest batch a fresh H100 process trains, or one below",
           "[calibration][max_batch]") {
     // Seven searches on an H100 80GB HBM3, one fresh process a trial, capped

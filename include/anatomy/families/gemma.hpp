@@ -40,6 +40,7 @@ constexpr model_spec gemma3(const sizes& s, std::uint64_t sliding_window, std::u
     model_spec m = gemma2(s, sliding_window, 0.0, 0.0);
     m.model_type = "gemma3_text";
     m.attention.qk_norm = qk_norm_kind::per_head;
+    m.attention.qk_norm_after_all_projections = true;
     m.pattern = sliding_except_every(pattern, sliding_window);
     return m;
 }

@@ -53,7 +53,8 @@ constexpr std::size_t run_end(const stage& st, std::size_t first, Same same) {
 // - an attention module keeps what it hands the attention kernel (its
 //   query_states, key_states, value_states) until it returns;
 // - `q, k = apply_rotary_pos_emb(q, k, ...)` rebinds both names once both
-//   rotations exist: a run of rotary ops holds its inputs to its end.
+//   rotations exist (and, computed in fp32, both are cast back): a run of
+//   rotary ops and their casts holds its inputs to its end.
 constexpr void hold_python_names(expansion& ex, const stage& st) {
     for (std::size_t first = 0; first < st.ops.size();) {
         const std::size_t end = run_end(st, first, [](const op& a, const op& b) { return a.module.scope == b.module.scope; });
@@ -67,8 +68,14 @@ constexpr void hold_python_names(expansion& ex, const stage& st) {
         }
         first = end;
     }
+    // A norm module holds its argument until it returns: q_norm(q_proj(x))
+    // frees q_proj's output after the norm's output exists.
+    for (std::size_t j = 0; j < st.ops.size(); ++j)
+        if (st.ops[j].kind == op_kind::norm) name_until(ex, st.ops[j].inputs[0], last_kernel_of(ex.kernels, j));
+    // One apply_rotary_pos_emb call: its rotations and casts back.
+    const auto rope_call = [](const op& o) { return o.kind == op_kind::rotary || o.kind == op_kind::rotary_cast; };
     for (std::size_t first = 0; first < st.ops.size();) {
-        const std::size_t end = run_end(st, first, [](const op& a, const op& b) { return a.kind == b.kind; });
+        const std::size_t end = run_end(st, first, [&](const op& a, const op& b) { return rope_call(a) && rope_call(b); });
         if (st.ops[first].kind == op_kind::rotary) {
             const std::ptrdiff_t last = last_kernel_of(ex.kernels, end - 1);
             for (std::size_t j = first; j < end; ++j) name_until(ex, st.ops[j].inputs[0], last);

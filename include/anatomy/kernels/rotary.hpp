@@ -41,9 +41,12 @@ constexpr tensor_slot expand_rotary(kernel_builder& b, const op& o) {
         const dtype ct = promote(b.type_of(y), t);
         y = b.compute("cat", b.tensor(all, ct), ct, {y, x, no_slot}, 0);
     }
-    if (a.rotation == rotary_style::halves_fp32 || a.rotation == rotary_style::halves_float_copies)
-        y = b.cast(y, all, t);
-    return y;
+    return y;  // the fp32 styles' cast back is its own op (rotary_cast), after both rotations
+}
+
+constexpr tensor_slot expand_rotary_cast(kernel_builder& b, const op& o) {
+    const tensor_slot rotated = b.slot_of(o.inputs[0]);
+    return b.cast(rotated, b.elements(o.rows, o.out_width), b.type_of(b.slot_of(o.inputs[1])));
 }
 
 }  // namespace anatomy::detail

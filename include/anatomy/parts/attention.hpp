@@ -26,6 +26,12 @@ enum class qkv_layout { separate, fused };
 // .float() copies first), or GPT-J's interleaved rotate_every_two.
 enum class rotary_style { halves, halves_fp32, halves_float_copies, interleaved };
 
+// The fp32 styles return q_embed.to(q.dtype), k_embed.to(k.dtype): both
+// casts after both rotations.
+constexpr bool rotates_in_fp32(rotary_style s) {
+    return s == rotary_style::halves_fp32 || s == rotary_style::halves_float_copies;
+}
+
 struct attention_part {
     std::uint64_t heads = 0;
     std::uint64_t kv_heads = 0;    // 0: as many as heads (no GQA)
@@ -35,6 +41,10 @@ struct attention_part {
     bool qkv_bias = false;
     bool out_bias = false;
     qk_norm_kind qk_norm = qk_norm_kind::none;
+    // Where the q/k norms run: Qwen3 and OLMo write q_norm(q_proj(x)), then
+    // k's, then v_proj; Gemma 3 projects q, k and v first. The order decides
+    // which projections are alive while a norm makes its fp32 temporaries.
+    bool qk_norm_after_all_projections = false;
     position_kind positions = position_kind::rotary;
     double rotary_fraction = 1.0;  // partial rotary: the share of head_dim that is rotated
     rotary_style rotation = rotary_style::halves;
