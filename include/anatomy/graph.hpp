@@ -371,7 +371,8 @@ constexpr op_input self_attention(stage_builder& l, const model_spec& m, std::ui
     const auto k_norm = [&](op_input y) {
         return l.norm(in(n.attention, n.k_norm), tok, kw, m.norm, y, per_head ? m.kv_head_count() : 0);
     };
-    const bool norms_last = a.qk_norm != qk_norm_kind::none && (a.layout == qkv_layout::fused || a.qk_norm_after_all_projections);
+    const bool norms_last =
+        a.qk_norm != qk_norm_kind::none && (a.layout == qkv_layout::fused || a.qk_norm_after_all_projections);
     if (a.layout == qkv_layout::separate) {
         const bool norm_each = a.qk_norm != qk_norm_kind::none && !norms_last;
         q = l.linear(in(n.attention, n.q), tok, m.hidden, qw, a.qkv_bias, x);
