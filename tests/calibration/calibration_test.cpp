@@ -855,8 +855,8 @@ TEST_CASE("a whole H100: max_batch is the largest batch a fresh H100 process tra
     // Fourteen searches on an H100 80GB HBM3, one fresh process a trial,
     // capped at cudaMemGetInfo's free memory at the first CUDA call so that
     // physical memory runs out first (tests/data/fresh-fit-training-h100.jsonl),
-    // each bracketed: seven full fine-tunes, LoRA on a dense model, a
-    // sliding-window one and an MoE, at 2048 to 8192 tokens. The budget is
+    // each bracketed: ten full fine-tunes and four LoRA searches (dense
+    // models, a sliding-window one, an MoE), at 2048 to 8192 tokens. The budget is
     // the h100-80gb profile's (its total and context measured on that card);
     // the kernels are the H200's, sm90 both. Thirteen are exact; olmo-2-7b
     // checkpointed at 2048 answers 9 where 10 runs, as under the H200's
