@@ -64,6 +64,8 @@ def cli_args(spec, configs):
         args += ["--attention", spec["attn"]]
     if spec.get("gc"):
         args += ["--grad-checkpointing"]
+    if spec.get("compile"):
+        args += ["--compile"]
     if spec.get("grad_accum", 1) > 1:
         args += ["--grad-accum", str(spec["grad_accum"])]
     if spec.get("lora_rank") or spec.get("lora"):  # the families file says lora (alpha 16)

@@ -42,11 +42,16 @@ recipe targeted(const calibration_case& c) {
 }
 
 // A case's model: a preset where one exists, else the config it was built from.
+// The config file as it is: its architectures pick the task (roberta-large's
+// is RobertaForMaskedLM, where the preset is a sequence classifier).
+model_spec model_from_config(const std::string& config, const std::string& configs) {
+    return cli::load_hf_config(configs + "/" + config + ".json").spec;
+}
 model_spec model_named(const std::string& config, const std::string& configs) {
     static const std::map<std::string, std::string> preset_of{{"llama3.2-1b", "llama-3.2-1b"}};
     const auto it = preset_of.find(config);
     if (const auto spec = presets::find(it == preset_of.end() ? config : it->second)) return *spec;
-    return cli::load_hf_config(configs + "/" + config + ".json").spec;
+    return model_from_config(config, configs);
 }
 
 recipe recipe_of(const nlohmann::json& spec) {
@@ -135,8 +140,11 @@ recipe recipe_with_targets(const nlohmann::json& spec, std::vector<std::string>&
 // Largest-batch searches measure a batch, not a peak.
 bool needs_later_work(const nlohmann::json& spec) { return spec.contains("budget_gib"); }
 
+// `presets_first`: a model a preset names is the preset, else the file in
+// `configs`; otherwise always the file.
 std::vector<calibration_case> load_cases(const char* path, std::size_t& deferred,
-                                        const std::string& configs = ANATOMY_CALIBRATION_CONFIGS) {
+                                        const std::string& configs = ANATOMY_CALIBRATION_CONFIGS,
+                                        bool presets_first = true) {
     std::ifstream in(path);
     REQUIRE(in.good());
     std::vector<calibration_case> cases;
@@ -152,7 +160,8 @@ std::vector<calibration_case> load_cases(const char* path, std::size_t& deferred
             ++deferred;
             continue;
         }
-        const model_spec model = model_named(spec.at("model").get<std::string>(), configs);
+        const std::string name = spec.at("model").get<std::string>();
+        const model_spec model = presets_first ? model_named(name, configs) : model_from_config(name, configs);
         // An image model's sequence is its patches plus the CLS token.
         const std::uint64_t seq = model.embedding.patches() ? 0 : spec.at("seq").get<std::uint64_t>();
         cases.push_back({j.at("case").get<std::string>(), model, recipe_of(spec),
@@ -167,9 +176,12 @@ std::vector<calibration_case> load_cases(const char* path, std::size_t& deferred
 
 // Cases measured one per process: their peaks hold the cuBLAS workspaces,
 // which the estimate leaves to fit checks, so they are taken off.
-std::vector<calibration_case> load_fresh_process_cases(const char* path) {
+// `configs`: the directory of config.json files the cases were built from,
+// read as they are; empty: presets first, then the calibration configs.
+std::vector<calibration_case> load_fresh_process_cases(const char* path, const std::string& configs = {}) {
     std::size_t deferred = 0;
-    std::vector<calibration_case> cases = load_cases(path, deferred, ANATOMY_CALIBRATION_CONFIGS);
+    std::vector<calibration_case> cases =
+        configs.empty() ? load_cases(path, deferred) : load_cases(path, deferred, configs, false);
     for (auto& c : cases) c.peak_alloc -= static_cast<double>(cublas_workspace(c.training).count);
     return cases;
 }
@@ -502,6 +514,48 @@ TEST_CASE("torch.compile'd steps match their H200 measurements", "[calibration][
     CHECK(max <= 0.014);
 }
 
+TEST_CASE("T5 in bf16 runs SDPA's math kernel in fp32, as an H100 measured", "[calibration][t5]") {
+    // T5's relative bias needs a gradient, so SDPA takes its math kernel,
+    // which computes half inputs in fp32 (aten's upcast): scores, softmax and
+    // dropout at twice the bf16 bytes. t5-large (bf16, Adafactor and AdamW,
+    // 4 and 8 x 1024 tokens, 256 target) and t5-base (bf16, 8 x 1024), one
+    // forked process a case (tests/data/t5-bf16-h100.jsonl, measure.py). With
+    // the kernel in bf16 the estimate was 30 % under; fp32 t5-large is the
+    // control, which the upcast does not touch.
+    const auto cases = load_fresh_process_cases((std::string(ANATOMY_DATA_DIR) + "/t5-bf16-h100.jsonl").c_str());
+    REQUIRE(cases.size() == 5);
+    const auto [median, max] = peak_errors(cases);
+    // Achieved: median 0.07 %, max 0.36 % (t5-base, under); -30 % before.
+    CHECK(median <= 0.001);
+    CHECK(max <= 0.005);
+}
+
+TEST_CASE("CrossEntropyLoss on half logits keeps half log-probabilities and an fp32 copy, as an H100 measured",
+          "[calibration][head]") {
+    // BERT's, RoBERTa's, DistilBERT's and T5's heads call CrossEntropyLoss on
+    // the logits as they are: cross_entropy runs log_softmax in their dtype,
+    // and nll_loss, on autocast's fp32 list, copies the result to fp32 and
+    // keeps that copy for backward. Eight cases, one forked process each
+    // (tests/data/half-logits-h100.jsonl, measure.py --trace): roberta-large
+    // and bert-large MLM under fp16 autocast at 4 x 512, bert-base (bf16
+    // autocast) and distilbert (fp16) MLM at 16 x 512, roberta-base MLM in
+    // bf16 (no autocast, no copy), t5-base under bf16 autocast and t5-large
+    // under fp16 at 1024 -> 256 tokens, flan-t5-base in bf16. With
+    // log_softmax taken in fp32 the masked LMs were 2.47 to 8.36 % over: one
+    // half logits tensor too many.
+    const auto cases = load_fresh_process_cases((std::string(ANATOMY_DATA_DIR) + "/half-logits-h100.jsonl").c_str(),
+                                                std::string(ANATOMY_DATA_DIR) + "/configs");
+    REQUIRE(cases.size() == 8);
+    const auto [median, max] = peak_errors(cases);
+    // Achieved: median 0.48 %, max 0.69 % (bert-base, under: the whole-block
+    // slack the analytic peak leaves to the replay).
+    CHECK(median <= 0.005);
+    CHECK(max <= 0.008);
+    const std::vector<double> replayed = replay_errors(cases);
+    // Achieved: max 0.53 % (t5-large fp16, over).
+    CHECK(replayed.back() <= 0.006);
+}
+
 TEST_CASE("compiling drops the two quoted steps' peaks as measured", "[calibration][compile]") {
     // The two steps the issue quotes, eager and compiled on an H200:
     // gpt2 amp-bf16 8 x 1024 went 13.4 -> 8.1 GiB, llama-3.2-1b bf16 4 x 2048
@@ -618,7 +672,9 @@ struct fresh_search {
     // The trials bracket the answer: the next batch ran out of memory.
     bool bracketed() const { return smallest_failed == largest_run + 1; }
 };
-std::vector<fresh_search> fresh_searches(const char* path) {
+// `configs`: the directory of config.json files the trials were built
+// from, read as they are; empty: model_named's presets first.
+std::vector<fresh_search> fresh_searches(const char* path, const std::string& configs = {}) {
     std::ifstream in(path);
     REQUIRE(in.good());
     std::vector<fresh_search> searches;
@@ -629,10 +685,13 @@ std::vector<fresh_search> fresh_searches(const char* path) {
         const auto& spec = j.at("spec");
         fresh_search search{.name = j.at("case").get<std::string>()};
         INFO(search.name);
-        const model_spec model = model_named(spec.at("model").get<std::string>(), ANATOMY_CALIBRATION_CONFIGS);
+        const std::string name = spec.at("model").get<std::string>();
+        const model_spec model =
+            configs.empty() ? model_named(name, ANATOMY_CALIBRATION_CONFIGS) : model_from_config(name, configs);
         std::vector<std::string> targets;
         const recipe r = recipe_with_targets(spec, targets);
-        const std::uint64_t seq = spec.at("seq").get<std::uint64_t>();
+        const shape per_batch{.seq = spec.at("seq").get<std::uint64_t>(),
+                              .target_seq = spec.value("tgt", std::uint64_t{0})};
         for (const auto& t : j.at("trials")) {
             const std::uint64_t batch = t.at("batch").get<std::uint64_t>();
             INFO("batch " << batch);
@@ -640,10 +699,12 @@ std::vector<fresh_search> fresh_searches(const char* path) {
                 search.largest_run = std::max(search.largest_run, batch);
             } else {
                 search.smallest_failed = std::min(search.smallest_failed, batch);
-                CHECK_FALSE(fits_under(model, r, {.batch = batch, .seq = seq}, budget_of(spec)));
+                shape trial = per_batch;
+                trial.batch = batch;
+                CHECK_FALSE(fits_under(model, r, trial, budget_of(spec)));
             }
         }
-        search.answer = max_batch(model, r, {.seq = seq}, budget_of(spec));
+        search.answer = max_batch(model, r, per_batch, budget_of(spec));
         searches.push_back(search);
     }
     return searches;
@@ -873,6 +934,38 @@ TEST_CASE("a whole H100: max_batch is the largest batch a fresh H100 process tra
     }
     CHECK(searches.size() == 14);
     CHECK(exact == 13);
+}
+
+TEST_CASE("recipes no capped search had covered: every answer runs in a fresh H100 process",
+          "[calibration][max_batch]") {
+    // Searches under a cap on an H100 80GB HBM3, one fresh process a trial
+    // (tests/data/fresh-fit-recipes-h100.jsonl): fp16 autocast with its
+    // GradScaler, fp32 and bf16 full fine-tunes, Adafactor, SGD with momentum,
+    // bitsandbytes' Lion, eager attention, accumulation, loss-only loops,
+    // torch.compile, encoders, T5, BLOOM, OPT, GPT-NeoX and ModernBERT. They
+    // were run at the answer and the next batch. Two answers were wrong
+    // until their mechanisms were fixed: t5-large in bf16 answered 10, which
+    // ran out of memory (SDPA's math kernel upcast only Falcon's half inputs
+    // to fp32, where aten upcasts every one, and T5's bias needs the math
+    // kernel), and roberta-large's masked-LM loss under fp16 autocast
+    // answered 12 where 13 runs (its log_softmax was taken in fp32;
+    // cross_entropy runs it in fp16 and nll_loss keeps an fp32 copy). Three
+    // searches made after the fixes (bert-base and distilbert MLM, t5-base
+    // under autocast) are exact; bert-base and distilbert answered 33 and 20
+    // before, where 35 and 22 run. gpt2-medium answers 3 where 4 runs with
+    // 25 MB to spare.
+    std::size_t exact = 0;
+    const std::vector<fresh_search> searches =
+        fresh_searches((std::string(ANATOMY_DATA_DIR) + "/fresh-fit-recipes-h100.jsonl").c_str(),
+                       std::string(ANATOMY_DATA_DIR) + "/configs");
+    for (const fresh_search& search : searches) {
+        INFO(search.name << ": answer " << search.answer << ", largest run " << search.largest_run);
+        CHECK(search.answer <= search.largest_run);
+        CHECK(search.answer + 1 >= search.largest_run);
+        if (search.bracketed() && search.answer == search.largest_run) ++exact;
+    }
+    CHECK(searches.size() == 23);
+    CHECK(exact == 22);
 }
 
 TEST_CASE("a measured card's profile holds what its card showed: cudaMemGetInfo's total, the most outside the "
