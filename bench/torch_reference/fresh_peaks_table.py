@@ -37,8 +37,10 @@ print("| model and recipe | tokens |%s `max-batch` | ran | the card's peak | the
 print("|---|---:|%s---:|---:|---:|---:|---:|" % ("---:|" if capped else ""))
 for search in searches:
     spec = search["spec"]
-    ran = max((t for t in search["trials"] if t["ok"]), key=lambda t: t["batch"], default=None)
-    answer = run(spec, search["trials"][0]["batch"], "max-batch")["max_batch"]
+    ran = max((t for t in search["trials"] if t["ok"]), key=lambda t: t["batch"])
+    est = run(spec, ran["batch"])
+    answer = run(spec, ran["batch"], "max-batch")["max_batch"]
+    measured = ran["peak_alloc"] - WORKSPACES
     recipe = ["autocast " + spec["amp"] if spec.get("amp") else spec.get("weights", "fp32")]
     recipe += [spec["opt"]] if spec.get("opt") else []
     recipe += ["eager attention"] if spec.get("attn") == "eager" else []
@@ -51,12 +53,6 @@ for search in searches:
         name += ", LoRA r%d on %s" % (spec["lora"], ", ".join(spec["lora_targets"]))
     tokens = "{:,}".format(spec["seq"]) + (" → {:,}".format(spec["tgt"]) if spec.get("tgt") else "")
     budget = " %g GiB |" % spec["budget_gib"] if capped else ""
-    if ran is None:  # every trial ran out of memory: no peak to compare
-        print("| %s | %s |%s %d | none of %s | | | |"
-              % (name, tokens, budget, answer, ", ".join(str(t["batch"]) for t in search["trials"])))
-        continue
-    est = run(spec, ran["batch"])
-    measured = ran["peak_alloc"] - WORKSPACES
     cell = lambda b: "{:,} ({:+.3f} %)".format(b, (b - measured) / measured * 100).replace("-", "\u2212")
     print("| %s | %s |%s %d | %d | {:,} | %s | %s |".format(measured)
           % (name, tokens, budget, answer, ran["batch"], cell(est["peak_bytes"]), cell(est["replayed_peak_bytes"])))

@@ -41,17 +41,17 @@ recipe targeted(const calibration_case& c) {
     return r;
 }
 
-// A case's model: a preset where one exists, else the config it was built from.
-// The config file as it is: its architectures pick the task (roberta-large's
-// is RobertaForMaskedLM, where the preset is a sequence classifier).
-model_spec model_from_config(const std::string& config, const std::string& configs) {
-    return cli::load_hf_config(configs + "/" + config + ".json").spec;
-}
-model_spec model_named(const std::string& config, const std::string& configs) {
+// A case's model: a preset where one exists, else the config it was built
+// from. `presets_first = false` reads the config as it is, whose
+// architectures pick the task (roberta-large's is RobertaForMaskedLM, where
+// the preset is a sequence classifier).
+model_spec model_named(const std::string& config, const std::string& configs, bool presets_first = true) {
     static const std::map<std::string, std::string> preset_of{{"llama3.2-1b", "llama-3.2-1b"}};
     const auto it = preset_of.find(config);
-    if (const auto spec = presets::find(it == preset_of.end() ? config : it->second)) return *spec;
-    return model_from_config(config, configs);
+    if (presets_first) {
+        if (const auto spec = presets::find(it == preset_of.end() ? config : it->second)) return *spec;
+    }
+    return cli::load_hf_config(configs + "/" + config + ".json").spec;
 }
 
 recipe recipe_of(const nlohmann::json& spec) {
@@ -140,8 +140,6 @@ recipe recipe_with_targets(const nlohmann::json& spec, std::vector<std::string>&
 // Largest-batch searches measure a batch, not a peak.
 bool needs_later_work(const nlohmann::json& spec) { return spec.contains("budget_gib"); }
 
-// `presets_first`: a model a preset names is the preset, else the file in
-// `configs`; otherwise always the file.
 std::vector<calibration_case> load_cases(const char* path, std::size_t& deferred,
                                         const std::string& configs = ANATOMY_CALIBRATION_CONFIGS,
                                         bool presets_first = true) {
@@ -160,8 +158,7 @@ std::vector<calibration_case> load_cases(const char* path, std::size_t& deferred
             ++deferred;
             continue;
         }
-        const std::string name = spec.at("model").get<std::string>();
-        const model_spec model = presets_first ? model_named(name, configs) : model_from_config(name, configs);
+        const model_spec model = model_named(spec.at("model").get<std::string>(), configs, presets_first);
         // An image model's sequence is its patches plus the CLS token.
         const std::uint64_t seq = model.embedding.patches() ? 0 : spec.at("seq").get<std::uint64_t>();
         cases.push_back({j.at("case").get<std::string>(), model, recipe_of(spec),
@@ -176,12 +173,11 @@ std::vector<calibration_case> load_cases(const char* path, std::size_t& deferred
 
 // Cases measured one per process: their peaks hold the cuBLAS workspaces,
 // which the estimate leaves to fit checks, so they are taken off.
-// `configs`: the directory of config.json files the cases were built from,
-// read as they are; empty: presets first, then the calibration configs.
-std::vector<calibration_case> load_fresh_process_cases(const char* path, const std::string& configs = {}) {
+std::vector<calibration_case> load_fresh_process_cases(const char* path,
+                                                      const std::string& configs = ANATOMY_CALIBRATION_CONFIGS,
+                                                      bool presets_first = true) {
     std::size_t deferred = 0;
-    std::vector<calibration_case> cases =
-        configs.empty() ? load_cases(path, deferred) : load_cases(path, deferred, configs, false);
+    std::vector<calibration_case> cases = load_cases(path, deferred, configs, presets_first);
     for (auto& c : cases) c.peak_alloc -= static_cast<double>(cublas_workspace(c.training).count);
     return cases;
 }
@@ -544,7 +540,7 @@ TEST_CASE("CrossEntropyLoss on half logits keeps half log-probabilities and an f
     // log_softmax taken in fp32 the masked LMs were 2.47 to 8.36 % over: one
     // half logits tensor too many.
     const auto cases = load_fresh_process_cases((std::string(ANATOMY_DATA_DIR) + "/half-logits-h100.jsonl").c_str(),
-                                                std::string(ANATOMY_DATA_DIR) + "/configs");
+                                                std::string(ANATOMY_DATA_DIR) + "/configs", false);
     REQUIRE(cases.size() == 8);
     const auto [median, max] = peak_errors(cases);
     // Achieved: median 0.48 %, max 0.69 % (bert-base, under: the whole-block
@@ -672,9 +668,8 @@ struct fresh_search {
     // The trials bracket the answer: the next batch ran out of memory.
     bool bracketed() const { return smallest_failed == largest_run + 1; }
 };
-// `configs`: the directory of config.json files the trials were built
-// from, read as they are; empty: model_named's presets first.
-std::vector<fresh_search> fresh_searches(const char* path, const std::string& configs = {}) {
+std::vector<fresh_search> fresh_searches(const char* path, const std::string& configs = ANATOMY_CALIBRATION_CONFIGS,
+                                         bool presets_first = true) {
     std::ifstream in(path);
     REQUIRE(in.good());
     std::vector<fresh_search> searches;
@@ -685,9 +680,7 @@ std::vector<fresh_search> fresh_searches(const char* path, const std::string& co
         const auto& spec = j.at("spec");
         fresh_search search{.name = j.at("case").get<std::string>()};
         INFO(search.name);
-        const std::string name = spec.at("model").get<std::string>();
-        const model_spec model =
-            configs.empty() ? model_named(name, ANATOMY_CALIBRATION_CONFIGS) : model_from_config(name, configs);
+        const model_spec model = model_named(spec.at("model").get<std::string>(), configs, presets_first);
         std::vector<std::string> targets;
         const recipe r = recipe_with_targets(spec, targets);
         const shape per_batch{.seq = spec.at("seq").get<std::uint64_t>(),
@@ -960,7 +953,7 @@ TEST_CASE("recipes no capped search had covered: every answer runs in a fresh H1
     std::size_t exact = 0;
     const std::vector<fresh_search> searches =
         fresh_searches((std::string(ANATOMY_DATA_DIR) + "/fresh-fit-recipes-h100.jsonl").c_str(),
-                       std::string(ANATOMY_DATA_DIR) + "/configs");
+                       std::string(ANATOMY_DATA_DIR) + "/configs", false);
     for (const fresh_search& search : searches) {
         INFO(search.name << ": answer " << search.answer << ", largest run " << search.largest_run);
         CHECK(search.answer <= search.largest_run);

@@ -27,21 +27,18 @@ constexpr tensor_slot expand_loss(kernel_builder& b, const op& o) {
     b.at(logits).returned = true;
     if (!b.grad_enabled()) return logits;  // inference: no labels, no loss
     const std::uint64_t n = b.elements(o.rows, o.out_width);
-    // transformers' loss_function upcasts the logits before cross-entropy.
-    if (b.m.head.loss_upcast) {
-        const tensor_slot cast = b.cast(logits, n, dtype::fp32);
-        const tensor_slot logp = b.compute("log_softmax", b.tensor(n, dtype::fp32), dtype::fp32, {cast, no_slot, no_slot}, 0, true);
-        return b.compute("nll_loss", b.tensor(1, dtype::fp32), dtype::fp32, {logp, no_slot, no_slot}, 0b1);
-    }
-    // CrossEntropyLoss on the logits as they are: cross_entropy passes
-    // log_softmax the logits' own dtype, which autocast leaves alone, and
-    // nll_loss, on autocast's fp32 list, copies the log-probabilities to fp32
-    // and keeps that copy for backward (traced: roberta-large MLM under fp16
-    // autocast, a half log_softmax then a 412 MB fp32 _to_copy at 4 x 512).
-    const tensor_slot logp =
-        b.compute("log_softmax", b.tensor(n, b.type_of(logits)), b.type_of(logits), {logits, no_slot, no_slot}, 0, true);
-    const tensor_slot cast = b.cast(logp, n, b.fp32_list_type(b.type_of(logp)));
-    return b.compute("nll_loss", b.tensor(1, dtype::fp32), dtype::fp32, {cast, no_slot, no_slot}, 0b1);
+    // transformers' loss_function upcasts the logits first; BERT's, RoBERTa's
+    // and T5's CrossEntropyLoss takes them as they are, and cross_entropy
+    // passes log_softmax their own dtype, which autocast leaves alone.
+    const tensor_slot input = b.m.head.loss_upcast ? b.cast(logits, n, dtype::fp32) : logits;
+    const dtype t = b.type_of(input);
+    const tensor_slot logp = b.compute("log_softmax", b.tensor(n, t), t, {input, no_slot, no_slot}, 0, true);
+    // nll_loss is on autocast's fp32 list: half log-probabilities are copied
+    // to fp32, and its backward keeps that copy (traced: roberta-large MLM
+    // under fp16 autocast, a half log_softmax then a 412 MB fp32 _to_copy at
+    // 4 x 512).
+    const tensor_slot kept = b.cast(logp, n, b.fp32_list_type(t));
+    return b.compute("nll_loss", b.tensor(1, dtype::fp32), dtype::fp32, {kept, no_slot, no_slot}, 0b1);
 }
 
 }  // namespace anatomy::detail
