@@ -15,7 +15,9 @@ Under a cap a step that runs out of memory ends the run; the summary's
 oom_step names it (null: every step ran), with PyTorch's message and the
 failed request's size and Python frames. `--inference` makes each step
 measure_h200.py's serving step instead: a forward under no_grad on the
-input ids alone (use_cache=False), its output deleted.
+input ids alone (use_cache=False), its output deleted. `--use-cache` serves
+as fresh_fit.py's serving searches do: eval() mode, use_cache=True (the KV
+cache lives in the output until it is deleted).
 
   python3 segment_trace.py gemma-3-1b.json --batch 71 --seq 256 --inference --cap-gib 24 --out trace.jsonl
 """
@@ -32,8 +34,11 @@ ap.add_argument("--steps", type=int, default=2)
 ap.add_argument("--amp", choices=["bf16"], help="torch.autocast(bf16) around the forward")
 ap.add_argument("--cap-gib", type=float, help="set_per_process_memory_fraction to this many GiB")
 ap.add_argument("--lora-targets", default="q_proj,v_proj")
+ap.add_argument("--use-cache", action="store_true", help="with --inference: eval() mode and use_cache=True")
 ap.add_argument("--out", required=True)
 a = ap.parse_args()
+if a.use_cache and not a.inference:
+    ap.error("--use-cache needs --inference")
 if a.inference and (a.gc or a.lora or a.quant):
     ap.error("--inference runs no backward: leave out --gc, --lora and --quant")
 if a.quant and not a.lora:
@@ -59,7 +64,7 @@ if a.lora:
         model.enable_input_require_grads()
     model = peft.get_peft_model(model, peft.LoraConfig(r=a.lora, lora_alpha=16, target_modules=a.lora_targets.split(","),
                                                        lora_dropout=0.0))
-model.train()
+model.eval() if a.use_cache else model.train()
 opt = None if a.inference else torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-5)
 oom_step = None  # under a cap: the step that ran out of memory; the history up to it is still written
 oom_message = None
@@ -68,7 +73,7 @@ for step in range(a.steps):
         ids = torch.randint(100, min(cfg.vocab_size, 30000), (a.batch, a.seq), device="cuda")
         if a.inference:
             with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16, enabled=a.amp == "bf16"):
-                out = model(input_ids=ids, use_cache=False)
+                out = model(input_ids=ids, use_cache=a.use_cache)
             del out, ids
             torch.cuda.synchronize()
             print(f"step {step + 1} done: reserved {torch.cuda.memory_reserved()}", flush=True)

@@ -76,7 +76,8 @@ constexpr void expand_into(expansion& result, const stage& st, const model_spec&
         result.op_output[i] = detail::expand_op(b, st.ops[i]);
         b.end_op();
     }
-    detail::hold_python_names(result, st);
+    // Latent attention caches its latent (cache_append), not the key and value.
+    detail::hold_python_names(result, st, [&](const op& o) { return detail::kv_cached(b, o) && !m.attention.latent(); });
     if (r.compile) detail::stage_compiler(result.kernels, result.op_output[st.ops.size() - 1], input.size).run();
 }
 

@@ -148,9 +148,14 @@ constexpr tensor_slot fused_attention(kernel_builder& b, const op& o, tensor_slo
     q = b.cast(q, b.elements(a.rows, checked_mul(a.heads, a.head_dim)), t);
     k = b.cast(k, b.elements(a.key_rows, checked_mul(k_heads, a.head_dim)), t);
     v = b.cast(v, b.elements(a.key_rows, checked_mul(k_heads, a.v_head_dim)), t);
-    // One fp32 log-sum-exp per query row and head; with a mask, the additive
-    // mask SDPA builds from it in q's dtype. Both are kept for backward.
-    bytes saved = b.tensor(b.elements(a.rows, a.heads), dtype::fp32);
+    // One fp32 log-sum-exp per query row and head, which cuDNN and the
+    // memory-efficient kernel make only for a backward (compute_log_sumexp:
+    // no block of it in a traced llama-3.2-1b forward under no_grad) and
+    // flash always; with a mask, the additive mask SDPA builds from it in
+    // q's dtype. Both are kept for backward.
+    const bool needs_backward = b.grad_of(q) || b.grad_of(k) || b.grad_of(v);
+    bytes saved = needs_backward || backend == sdpa_backend::flash ? b.tensor(b.elements(a.rows, a.heads), dtype::fp32)
+                                                                    : bytes{};
     if (masked) saved += b.tensor(mask_elements(a), t);
     const tensor_slot y = b.compute(kernel_name(backend), heads_bytes(b, a.rows, a.heads, a.v_head_dim, t), t, {q, k, v},
                                     0b111, true, saved);
@@ -248,8 +253,14 @@ constexpr tensor_slot expand_attention(kernel_builder& b, const op& o) {
         // the values to it. The cache lives in the model output: all step.
         const dtype kt = b.type_of(k);
         const dtype vt = promote(kt, b.type_of(v));
+        const tensor_slot key_states = k;
+        const tensor_slot value_states = v;
         k = b.compute("cat", heads_bytes(b, a.key_rows, a.kv_heads, a.head_dim, kt), kt, {k, no_slot, no_slot}, 0);
         v = b.compute("cat", heads_bytes(b, a.key_rows, a.kv_heads, a.v_head_dim, vt), vt, {v, no_slot, no_slot}, 0);
+        // update() returns both copies, and rebinding the names lets go of
+        // both originals only then (traced: llama-3.2-1b serving).
+        for (const tensor_slot named : {key_states, value_states})
+            if (named >= 0) reference_until(b.at(v), named);
         // The cache lives in the model output: held by a plain loop.
         b.at(k).held = keeps_outputs(b.r);
         b.at(v).held = keeps_outputs(b.r);

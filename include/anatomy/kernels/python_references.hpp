@@ -51,20 +51,32 @@ constexpr std::size_t run_end(const stage& st, std::size_t first, Same same) {
 //   "mlp") is called with tensors made outside it, which its caller's
 //   variables hold until it returns, after its last op;
 // - an attention module keeps what it hands the attention kernel (its
-//   query_states, key_states, value_states) until it returns;
+//   query_states, key_states, value_states) until it returns, except the
+//   key and value a cache update rebinds: `key_states, value_states =
+//   past_key_values.update(...)` names the cache's copies, and the
+//   originals die once update() returns (expand_attention);
 // - `q, k = apply_rotary_pos_emb(q, k, ...)` rebinds both names once both
 //   rotations exist (and, computed in fp32, both are cast back): a run of
 //   rotary ops and their casts holds its inputs to its end.
-constexpr void hold_python_names(expansion& ex, const stage& st) {
+// `cache_rebinds(o)`: whether attention op o's key and value names are
+// rebound to a cache's copies.
+template <class CacheRebinds>
+constexpr void hold_python_names(expansion& ex, const stage& st, CacheRebinds cache_rebinds) {
     for (std::size_t first = 0; first < st.ops.size();) {
         const std::size_t end = run_end(st, first, [](const op& a, const op& b) { return a.module.scope == b.module.scope; });
         if (!st.ops[first].module.scope.empty()) {
             const std::ptrdiff_t last = last_kernel_of(ex.kernels, end - 1);
-            for (std::size_t j = first; j < end; ++j)
-                for (const op_input in : st.ops[j].inputs) {
+            for (std::size_t j = first; j < end; ++j) {
+                const op& o = st.ops[j];
+                const bool attention = o.kind == op_kind::attention;
+                const bool rebound = attention && cache_rebinds(o);
+                for (std::size_t i = 0; i < o.inputs.size(); ++i) {
+                    const op_input in = o.inputs[i];
                     const bool argument = in >= 0 && static_cast<std::size_t>(in) < first;
-                    if (argument || st.ops[j].kind == op_kind::attention) name_until(ex, in, last);
+                    const bool handed_to_attention = attention && !(rebound && (i == 1 || i == 2));
+                    if (argument || handed_to_attention) name_until(ex, in, last);
                 }
+            }
         }
         first = end;
     }
