@@ -5,7 +5,8 @@ with anatomy's replay event by event: which request opened which segment.
 Builds the model as measure_h200.py's families style does (from_config on cuda,
 random init), runs `--steps` steps (forward, backward, optimizer.step,
 zero_grad(set_to_none=True)) and writes one JSON line per allocator event:
-[action, address, size] with action alloc | free_completed | segment_alloc |
+[action, address, size] (with --frames-over-mib, large allocs add their
+Python frames) with action alloc | free_completed | segment_alloc |
 segment_free (free_requested is dropped), then a summary line.
 
   python3 segment_trace.py CONFIG.json --batch 1 --seq 4096 --weights bf16 --gc --out trace.jsonl
@@ -35,6 +36,8 @@ ap.add_argument("--amp", choices=["bf16"], help="torch.autocast(bf16) around the
 ap.add_argument("--cap-gib", type=float, help="set_per_process_memory_fraction to this many GiB")
 ap.add_argument("--lora-targets", default="q_proj,v_proj")
 ap.add_argument("--use-cache", action="store_true", help="with --inference: eval() mode and use_cache=True")
+ap.add_argument("--frames-over-mib", type=float,
+                help="append the making Python frames (innermost 4) to each alloc at least this many MiB")
 ap.add_argument("--out", required=True)
 a = ap.parse_args()
 if a.use_cache and not a.inference:
@@ -49,7 +52,8 @@ cfg = AutoConfig.for_model(d.pop("model_type"), **{k: v for k, v in d.items() if
 torch.ones(1, device="cuda"); torch.cuda.synchronize()
 if a.cap_gib:
     torch.cuda.set_per_process_memory_fraction(a.cap_gib * 2**30 / torch.cuda.get_device_properties(0).total_memory)
-torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python", max_entries=4_000_000)
+torch.cuda.memory._record_memory_history(enabled="all", context="alloc" if a.frames_over_mib else None, stacks="python",
+                                        max_entries=4_000_000)
 dtype = torch.bfloat16 if a.weights == "bf16" else torch.float32
 if a.quant:
     model = load_quantized_base(cfg, a.quant, dtype, "sdpa", a.gc)
@@ -101,7 +105,10 @@ oom_request = None if oom is None else {
     "size": oom["size"], "frames": [f"{f['filename'].rsplit('/', 2)[-1]}:{f['line']} {f['name']}" for f in oom.get("frames", [])[:12]]}
 with open(a.out, "w") as f:
     for e in events:
-        f.write(json.dumps([e["action"], e["addr"], e["size"]]) + "\n")
+        row = [e["action"], e["addr"], e["size"]]
+        if a.frames_over_mib and e["action"] == "alloc" and e["size"] >= a.frames_over_mib * 2**20:
+            row.append([f"{f['filename'].rsplit('/', 1)[-1]}:{f['line']} {f['name']}" for f in e.get("frames", [])[:4]])
+        f.write(json.dumps(row) + "\n")
     f.write(json.dumps({"max_reserved": torch.cuda.max_memory_reserved(), "max_allocated": torch.cuda.max_memory_allocated(),
                         "events": len(events), "steps": a.steps, "oom_step": oom_step, "oom_message": oom_message,
                         "oom_request": oom_request}) + "\n")

@@ -35,6 +35,7 @@ inline constexpr block_id no_block = static_cast<block_id>(-1);
 enum class tensor_owner : std::uint8_t {
     step,      // activations, temporaries: freed by the step (the rest when its outputs die)
     cache,     // autocast's cast cache: freed when the autocast region exits
+    base_model,  // the base model's masks and rotary tables: freed when it returns, before the head
     gradient,  // parameter gradients: freed by zero_grad(set_to_none=True)
     model,     // parameters and optimizer state: never freed
 };
@@ -60,10 +61,15 @@ constexpr block_use default_use(tensor_owner owner) {
         case tensor_owner::model: return block_use::weights;
         case tensor_owner::gradient: return block_use::gradients;
         case tensor_owner::step:
-        case tensor_owner::cache: break;
+        case tensor_owner::cache:
+        case tensor_owner::base_model: break;
     }
     return block_use::activations;
 }
+
+// The threads whose cuBLAS handles make a workspace: the forward's, and
+// autograd's, which runs the backward.
+enum class blas_thread : std::uint8_t { forward, backward };
 
 // The replay over time, when recorded (the CLI's --plot draws it): the
 // allocated bytes of each use and the reserved bytes after every
@@ -140,14 +146,19 @@ public:
         return allocate_block(size, size == 0 ? 0 : size_class(size), owner, use);
     }
     // A cuBLAS handle's workspace, made when its thread first multiplies,
-    // right after that product's output, and kept for good: autograd's
-    // thread makes it in the first backward. The replay defers it here, and
-    // the walk arms it while the first backward kernel that multiplies
+    // right after that product's output, and kept for good: the forward's
+    // thread makes one at the first forward product (a rotary embedding's
+    // frequencies, else the first linear; traced: gemma-3-1b), autograd's
+    // thread its own in the first backward. The replay defers each here, and
+    // the walk arms it while the first kernel of its pass that multiplies
     // allocates: it follows that kernel's first allocation. Tapes do not
     // record it: the steps that play them make no new handle.
-    constexpr void defer_workspace(bytes size) { deferred_workspace_ = size.count; }
-    constexpr void place_workspace_after_next_allocation(bool armed) {
-        workspace_armed_ = armed && deferred_workspace_ != 0;
+    constexpr void defer_workspace(bytes size, blas_thread thread) {
+        deferred_workspace_[static_cast<std::size_t>(thread)] = size.count;
+    }
+    constexpr void place_workspace_after_next_allocation(bool armed, blas_thread thread) {
+        armed_thread_ = thread;
+        workspace_armed_ = armed && deferred_workspace_[static_cast<std::size_t>(thread)] != 0;
     }
     // Records every allocation and free into `timeline` from now on.
     constexpr void record_into(memory_timeline* timeline) { timeline_ = timeline; }
@@ -238,9 +249,11 @@ public:
             if (tape != nullptr) tape->events.push_back({.call = allocator_call::release_all, .owner = owner});
         const block* bs = blocks_.data();  // free_block adds no block
         const std::size_t n = blocks_.size();
-        for (std::size_t b = 0; b < n; ++b)
-            if (!bs[b].dead && !bs[b].free && bs[b].owner == owner) free_block(b);
-        if (timeline_ != nullptr) record_sample();
+        for (std::size_t b = 0; b < n; ++b) {
+            if (bs[b].dead || bs[b].free || bs[b].owner != owner) continue;
+            free_block(b);
+            if (timeline_ != nullptr) record_sample();  // a sample a tensor, as release() records
+        }
     }
 
     // Blocks of live segments add up to the reserved bytes, and the free list
@@ -317,8 +330,9 @@ private:
     }
 
     constexpr void place_deferred_workspace() {
-        const std::uint64_t size = deferred_workspace_;
-        deferred_workspace_ = 0;
+        std::uint64_t& deferred = deferred_workspace_[static_cast<std::size_t>(armed_thread_)];
+        const std::uint64_t size = deferred;
+        deferred = 0;
         workspace_armed_ = false;
         allocator_tape* const step_tape = tape_;
         allocator_tape* const layer_tape = layer_tape_;
@@ -579,7 +593,8 @@ private:
     std::uint64_t reserved_ = 0;
     std::uint64_t peak_allocated_ = 0;
     std::uint64_t peak_tensors_ = 0;
-    std::uint64_t deferred_workspace_ = 0;
+    std::uint64_t deferred_workspace_[2] = {0, 0};  // by blas_thread
+    blas_thread armed_thread_ = blas_thread::forward;
     bool workspace_armed_ = false;
     std::uint64_t peak_reserved_ = 0;
     std::uint64_t segments_ = 0;  // created: each one's number

@@ -331,7 +331,7 @@ struct stage_handoff {
 };
 
 constexpr stage_handoff handoff(const expansion& ex, const stage& st) {
-    const tensor_slot out = ex.op_output[st.ops.size() - 1];
+    const tensor_slot out = ex.op_output[st.output_op()];
     tensor_slot root = out;
     while (root >= 0 && ex.kernels[static_cast<std::size_t>(root)].alias)
         root = ex.kernels[static_cast<std::size_t>(root)].in[0];
@@ -540,6 +540,7 @@ public:
         step_peaks p{};
         running fwd{.live = base, .peak = base};
         forward(fwd);
+        release_base_model(fwd);  // a head-less graph's base model returns here
         fwd.live -= forward_scoped_;  // autocast's region and the model's forward end
         if (allocator_) allocator_->release_all(tensor_owner::cache);
         p.forward = fwd.peak;
@@ -729,8 +730,16 @@ private:
         tape.playable = tape.playable && held_embedding_ == held_before && held_embedding_block_ == held_block_before;
     }
 
+    // The base model returns before the head runs: its masks and rotary tables die.
+    constexpr void release_base_model(running& target) {
+        target.live -= base_model_scoped_;
+        base_model_scoped_ = 0;
+        if (allocator_) allocator_->release_all(tensor_owner::base_model);
+    }
+
     constexpr void forward_run(const layer_run& run, running& target) {
         const stage& st = graph_.stages[run.stage];
+        if (st.head) release_base_model(target);
         const expansion& ex = expanded(run);
         const tensor_slot out = output_slot(run, ex);
         const bool ckpt = checkpointed(run.stage);
@@ -765,7 +774,8 @@ private:
             // every layer: the first frees it in its walk, the later ones
             // add it.
             if (!allocator_ && first && walk.input_freed() && st.repeat > 1) held_embedding_ = run.input.size;
-            const std::int64_t held = !allocator_ && st.block ? live_bytes::signed_size(held_embedding_) : 0;
+            const std::int64_t held =
+                !allocator_ && (st.block || st.closes_stack) ? live_bytes::signed_size(held_embedding_) : 0;
             target.live += held;
             target.repeat(one, run.repeat / walks);
             target.live -= held;
@@ -777,6 +787,8 @@ private:
                 forward_scoped_,
                 running::product(live_bytes::signed_size(bytes{checked_mul(run.repeat / walks, allocator_ ? 1 : times)}),
                                  live_bytes::signed_size(walk.forward_scoped())));
+            // Only the embeddings make them: a stage walked once.
+            base_model_scoped_ = running::sum(base_model_scoped_, live_bytes::signed_size(walk.base_model_scoped()));
             previous_block_ = walk.output_block();
             if (allocator_) walk.push_blocks_to(recorded_);
             if (taping) {
@@ -788,10 +800,13 @@ private:
         }
         if (final_pass_) release_embedding_after(run, target);
     }
-    // After the last layer, the embedding output the model held for its
-    // layers is freed.
+    // When its stack returns, after the last layer and the final norm, the
+    // embedding output the model held for its layers (inputs_embeds) is
+    // freed (traced: gemma-3-1b serving).
     constexpr void release_embedding_after(const layer_run& run, running& target) {
-        if (held_embedding_.count == 0 || !graph_.stages[run.stage].block || next_is_block(run)) return;
+        const stage& st = graph_.stages[run.stage];
+        const bool stack_returns = st.closes_stack || (st.block && !next_is_block(run) && !next_closes_stack(run));
+        if (held_embedding_.count == 0 || !stack_returns) return;
         if (allocator_) {
             allocator_->release(held_embedding_block_);
             target.live -= live_bytes::signed_size(held_embedding_);
@@ -997,6 +1012,10 @@ private:
             if (graph_.stages[plan_.runs[i].stage].block) return i;
         return plan_.run_count;
     }
+    constexpr bool next_closes_stack(const layer_run& run) const {
+        const std::size_t i = run_index(run);
+        return i + 1 < plan_.run_count && graph_.stages[plan_.runs[i + 1].stage].closes_stack;
+    }
     constexpr bool next_is_block(const layer_run& run) const {
         const std::size_t i = run_index(run);
         return i + 1 < plan_.run_count && graph_.stages[plan_.runs[i + 1].stage].block;
@@ -1022,6 +1041,7 @@ private:
     // slot, reused. A std::optional here was zero-filled, 12 KB a walk.
     std::vector<stage_walk> layer_walk_;
     std::int64_t forward_scoped_ = 0;
+    std::int64_t base_model_scoped_ = 0;  // what the base model holds until it returns
     block_id previous_block_ = no_block;
     bytes held_embedding_{};  // the embedding output, held by the model until its layers are done
     block_id held_embedding_block_ = no_block;

@@ -67,7 +67,7 @@ inline memory_snapshot explain(const model_spec& model, const recipe& r, const s
             if (layers > 1) where += " x" + std::to_string(layers);
             for (std::size_t k = 0; k < ex.kernels.size(); ++k) {
                 const kernel& kn = ex.kernels[k];
-                if (kn.forward_scoped) continue;  // gone when the forward returns
+                if (kn.base_model_scoped) continue;  // gone when the base model returns
                 const module_path& path = st.ops[kn.op].module;
                 const std::string module = path.scope.empty() ? std::string(path.name)
                                                               : std::string(path.scope) + "." + std::string(path.name);

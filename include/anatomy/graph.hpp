@@ -29,6 +29,21 @@ struct stage {
     detail::static_vector<op, max_ops_per_stage> ops;
     bool block = false;           // a transformer layer: the unit gradient checkpointing recomputes
     bool encoder_output = false;  // its output feeds every cross-attention, so it lives until their backward
+    // A stack's final norm (and projection), run while the model's forward
+    // still holds its embedding output: Llama-style code names it
+    // inputs_embeds and starts the hidden states as it, and it dies when the
+    // forward returns (traced: gemma-3-1b serving). Where the hidden states
+    // start as a sum or a norm of it (GPT-2, BERT, BLOOM) the layers hold
+    // what the embeddings stage hands on only until they are done.
+    bool closes_stack = false;
+    // The task head: the base model (its masks and rotary tables) has
+    // returned before it runs.
+    bool head = false;
+    // The op whose result leaves the stage; -1: its last. The embeddings
+    // build masks and rotary tables after the hidden states they hand on.
+    op_input output = -1;
+
+    constexpr std::size_t output_op() const { return output < 0 ? ops.size() - 1 : static_cast<std::size_t>(output); }
 };
 
 // Stages [first, first + count) run in order, `times` times over (a layer
@@ -211,6 +226,12 @@ public:
         o.causal = causal;
         return add(o);
     }
+    // The cos and sin tables of a rotary embedding module, for every layer it serves.
+    constexpr op_input rotary_table(module_path module) {
+        return add(make_op(op_kind::rotary_table, module, rows_of::source_tokens, 1, 1));
+    }
+    // The stage hands on op `i`'s result, not its last op's.
+    constexpr void set_output(op_input i) { stage_.output = i; }
     constexpr op_input alibi(module_path module, std::uint64_t heads) {
         op o = make_op(op_kind::alibi, module, rows_of::source_tokens, 1, heads);
         o.heads = heads;
@@ -267,6 +288,10 @@ public:
         graph_.stages.push_back(stage{.name = name, .repeat = 1, .ops = {}});
         return stage_builder(graph_.stages.back());
     }
+    constexpr stage_builder add_head() {
+        graph_.stages.push_back(stage{.name = "head", .repeat = 1, .ops = {}, .head = true});
+        return stage_builder(graph_.stages.back());
+    }
     constexpr stage_builder add_block(std::string_view name, std::uint64_t layers) {
         graph_.stages.push_back(stage{.name = name, .repeat = layers, .ops = {}, .block = true});
         return stage_builder(graph_.stages.back());
@@ -274,6 +299,7 @@ public:
     constexpr std::size_t size() const { return graph_.stages.size(); }
     constexpr void set_cycle(layer_cycle c) { graph_.cycle = c; }
     constexpr void mark_encoder_output() { graph_.stages.back().encoder_output = true; }
+    constexpr void mark_closes_stack() { graph_.stages.back().closes_stack = true; }
     // bitsandbytes' integration converts every nn.Linear but the output head.
     constexpr void keep_last_stage_precision() {
         for (op& o : graph_.stages.back().ops) o.full_precision = true;
@@ -526,22 +552,6 @@ constexpr void embeddings(stage_builder e, const model_spec& m) {
     const module_names& n = m.names;
     const embedding_part& p = m.embedding;
     const std::uint64_t h = m.hidden;
-    // What the model builds once per forward for every layer comes first, so
-    // that the stage's last op is its hidden states: BLOOM's ALiBi, and a
-    // decoder's causal masks, one per window of its layers.
-    if (m.attention.positions == position_kind::alibi) e.alibi(in("", "alibi"), m.heads());
-    if (m.stack == stack_kind::decoder) {
-        std::array<std::uint64_t, 8> seen{};
-        std::size_t count = 0;
-        for (std::uint64_t i = 0; i < m.pattern.length; ++i) {
-            const std::uint64_t window = m.pattern.windows[i];
-            bool known = false;
-            for (std::size_t j = 0; j < count; ++j) known = known || seen[j] == window;
-            if (known) continue;
-            seen[count++] = window;
-            e.mask(in("", window == 0 ? "causal_mask" : "sliding_window_mask"), window);
-        }
-    }
     op_input x = no_input;
     if (p.patches()) {
         x = e.patch_embed(in("patch_embeddings", "projection"), p, h);
@@ -559,7 +569,26 @@ constexpr void embeddings(stage_builder e, const model_spec& m) {
         if (p.scaled) x = e.pointwise(op_kind::scale, in("", "normalizer"), tok, h, {x, no_input, no_input});
     }
     if (p.norm) x = e.norm(in("", n.embedding_norm), tok, h, m.norm, x);
-    e.dropout(in("", "dropout"), tok, h, p.dropout, x);
+    x = e.dropout(in("", "dropout"), tok, h, p.dropout, x);
+    // What the model builds once per forward for every layer, after the
+    // embeddings (transformers computes inputs_embeds first; traced:
+    // gemma-3-1b): BLOOM's ALiBi, a decoder's causal masks, one per window
+    // of its layers, and the rotary embeddings' tables.
+    if (m.attention.positions == position_kind::alibi) e.alibi(in("", "alibi"), m.heads());
+    if (m.stack == stack_kind::decoder) {
+        std::array<std::uint64_t, 8> seen{};
+        std::size_t count = 0;
+        for (std::uint64_t i = 0; i < m.pattern.length; ++i) {
+            const std::uint64_t window = m.pattern.windows[i];
+            bool known = false;
+            for (std::size_t j = 0; j < count; ++j) known = known || seen[j] == window;
+            if (known) continue;
+            seen[count++] = window;
+            e.mask(in("", window == 0 ? "causal_mask" : "sliding_window_mask"), window);
+        }
+    }
+    for (std::uint64_t table = 0; table < m.attention.rotary_tables(); ++table) e.rotary_table(in("", "rotary_emb"));
+    e.set_output(x);
 }
 
 // The layers: a stage per run of identical layers, and the pattern's cycle.
@@ -685,6 +714,9 @@ constexpr void lower_stack(graph_builder& g, const model_spec& m) {
     const bool final_stage = m.block.final_norm || m.embedding.projection != 0;
     if (final_stage) {
         auto f = g.add(m.names.final_stage);
+        const embedding_part& p = m.embedding;
+        if (!p.patches() && p.positions == 0 && p.token_types == 0 && !p.norm && p.projection == 0 && p.dropout <= 0.0)
+            g.mark_closes_stack();
         if (m.block.final_norm) x = f.norm(in("", m.names.final_norm), tok, h, m.norm, x);
         if (m.embedding.projection != 0) {
             width = m.embedding.projection;
@@ -692,7 +724,7 @@ constexpr void lower_stack(graph_builder& g, const model_spec& m) {
         }
         x = stage_input;
     }
-    auto head = g.add("head");
+    auto head = g.add_head();
     switch (m.head.kind) {
         case task::causal_lm: lm_head(g, head, m, x, width); break;
         case task::masked_lm: masked_lm_head(g, head, m, x); break;
@@ -788,7 +820,7 @@ constexpr void lower_t5(graph_builder& g, const model_spec& m) {
         auto f = g.add("decoder");
         f.dropout(in("", "dropout"), tgt, d, m.embedding.dropout, f.norm(in("", "final_layer_norm"), tgt, d, m.norm, stage_input));
     }
-    auto head = g.add("head");
+    auto head = g.add_head();
     // T5 rescales the decoder output by d_model^-0.5 first unless its config untied the head.
     const op_input x = m.head.rescale_before_head ? head.pointwise(op_kind::scale, in("", "rescale"), tgt, d, {stage_input, no_input, no_input})
                                    : stage_input;

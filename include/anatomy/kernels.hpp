@@ -40,6 +40,7 @@ constexpr tensor_slot expand_op(kernel_builder& b, const op& o) {
         case op_kind::alibi: return expand_alibi(b, o);
         case op_kind::mask: return expand_mask(b, o);
         case op_kind::rotary: return expand_rotary(b, o);
+        case op_kind::rotary_table: return expand_rotary_table(b, o);
         case op_kind::rotary_cast: return expand_rotary_cast(b, o);
         case op_kind::split: return expand_split(b, o);
         case op_kind::activation: return expand_activation(b, o);
@@ -78,7 +79,7 @@ constexpr void expand_into(expansion& result, const stage& st, const model_spec&
     }
     // Latent attention caches its latent (cache_append), not the key and value.
     detail::hold_python_names(result, st, [&](const op& o) { return detail::kv_cached(b, o) && !m.attention.latent(); });
-    if (r.compile) detail::stage_compiler(result.kernels, result.op_output[st.ops.size() - 1], input.size).run();
+    if (r.compile) detail::stage_compiler(result.kernels, result.op_output[st.output_op()], input.size).run();
 }
 
 constexpr expansion expand(const stage& st, const model_spec& m, const recipe& r, const shape& s,

@@ -32,6 +32,7 @@ enum class op_kind {
     experts_combine,  // routing weights times expert outputs, back in token order, summed over top_k
     clamped_swiglu,   // gpt-oss's gate: clamps, sigmoid, and the (up + 1) * glu product
     rotary,         // RoPE applied to q or k
+    rotary_table,   // the cos and sin a rotary embedding module computes once per forward
     rotary_cast,    // RoPE's fp32 result cast back to q's or k's dtype, once both are rotated
     split,          // a view of part of a fused projection (q, k, v of a fused qkv; gate/up halves)
     activation,     // pointwise nonlinearity

@@ -148,15 +148,15 @@ constexpr allocator_replay replay_on(const prepared_step& prepared, const model_
             const bool grads_exist = micro > 0 || view;
             const std::size_t kind = grads_exist ? 1 : 0;
             // The forward's cuBLAS handle makes its workspace at the first
-            // matmul and keeps it: a block wherever best fit puts it (in a
+            // product and keeps it: a block wherever best fit puts it (in a
             // fresh process, in the tied head's cached segment), which cap
             // pressure cannot release. Autograd's handle makes its own at the
-            // first backward matmul, which the walk places (traced: right
-            // after the head's first gradient). cuBLASLt's is taken off the
+            // first backward product (traced: right after the head's first
+            // gradient). The walk places both. cuBLASLt's is taken off the
             // cap instead (cublas_workspace_beside_replay).
             if (step == 0 && micro == 0) {
-                (void)a.allocate(device.cublas_workspace(), tensor_owner::model, block_use::workspaces);
-                if (!r.inference) a.defer_workspace(device.cublas_workspace());
+                a.defer_workspace(device.cublas_workspace(), blas_thread::forward);
+                if (!r.inference) a.defer_workspace(device.cublas_workspace(), blas_thread::backward);
             }
             if (taped[kind] && tapes[kind].self_contained) {
                 a.play(tapes[kind]);

@@ -196,14 +196,21 @@ public:
         for (std::size_t i = 0; i < end; ++i) {
             const kernel& k = kernels_[i];
             const bool made = i + 1 < end || last_runs;
-            if (k.forward_scoped) {
-                // Built once by the model's forward and dropped when it returns.
-                (void)live.add(k.out, tensor_owner::cache);
-                forward_scoped_ += k.out;
+            // The first product of the forward makes its cuBLAS handle's workspace.
+            const bool multiplies = live.allocator != nullptr && (k.cublas_forward || k.cublas_backward);
+            if (multiplies) live.allocator->place_workspace_after_next_allocation(true, blas_thread::forward);
+            if (k.base_model_scoped) {
+                // Built once by the base model's forward and dropped when it returns.
+                (void)live.add(k.out, tensor_owner::base_model);
+                base_model_scoped_ += k.out;
                 freed_[i] = true;
-                continue;
-            }
-            if (made) {
+            } else if (made && k.extra_before_output) {
+                const bytes early = k.saved_extra + k.workspace;
+                const block_id early_block = live.add(early);
+                if (!k.alias) blocks_.tensor[i] = live.add(k.out);
+                if (saving && k.saved_extra.count > 0) blocks_.extra[i] = early_block;
+                else live.sub(early, early_block);
+            } else if (made) {
                 if (!k.alias) blocks_.tensor[i] = live.add(k.out);
                 live.touch(k.workspace);
                 if (saving) blocks_.extra[i] = live.add(k.saved_extra);
@@ -211,6 +218,7 @@ public:
             } else {
                 freed_[i] = true;  // stopped while saving its inputs: never made
             }
+            if (multiplies) live.allocator->place_workspace_after_next_allocation(false, blas_thread::forward);
             // Autocast's copy of the weight: most kernels have none.
             if (k.weight_copy.count > 0) {
                 if (saving && k.saves_weight_copy) {
@@ -259,6 +267,8 @@ public:
     // What the forward made that lives until the forward returns: autocast's
     // cached weight copies and the masks the model builds once.
     constexpr bytes forward_scoped() const { return forward_scoped_; }
+    // The base model's tensors it made (masks, rotary tables), dropped before the head.
+    constexpr bytes base_model_scoped() const { return base_model_scoped_; }
     constexpr bool input_freed() const { return input_freed_; }
     // A recompute that stopped early did not make the stage output.
     constexpr bool output_made() const { return output_made_; }
@@ -329,7 +339,7 @@ public:
             const bool summed_first = params_first && grads_exist;
             block_id summed_block = no_block;
             if (ordered) {
-                live.allocator->place_workspace_after_next_allocation(k.cublas_backward);
+                live.allocator->place_workspace_after_next_allocation(k.cublas_backward, blas_thread::backward);
                 if (summed_first) {
                     summed_block = live.add(k.param_grads);
                 } else if (params_first) {
@@ -356,7 +366,7 @@ public:
             for (std::size_t t = 0; t < transient_count; ++t) transient_blocks[t] = live.add(transients[t]);
             for (std::size_t t = transient_count; t-- > 0;) live.sub(transients[t], transient_blocks[t]);
             if (ordered) {
-                live.allocator->place_workspace_after_next_allocation(false);
+                live.allocator->place_workspace_after_next_allocation(false, blas_thread::backward);
                 if (summed_first) live.sub(k.param_grads, summed_block);
             }
             // The gradient of this kernel's output has been consumed.
@@ -515,6 +525,7 @@ private:
     bool output_made_ = true;
     walk_blocks blocks_;
     bytes forward_scoped_{};
+    bytes base_model_scoped_{};
     caching_allocator* allocator_ = nullptr;
     std::uint16_t graph_kept_[3 * max_kernels_per_stage];  // indices, the first graph_kept_count_
     std::size_t graph_kept_count_ = 0;

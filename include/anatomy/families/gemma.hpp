@@ -42,6 +42,7 @@ constexpr model_spec gemma3(const sizes& s, std::uint64_t sliding_window, std::u
     m.attention.qk_norm = qk_norm_kind::per_head;
     m.attention.qk_norm_after_all_projections = true;
     m.pattern = sliding_except_every(pattern, sliding_window);
+    m.attention.rotary_modules = 2;  // rope_local_base_freq: the sliding layers' own
     return m;
 }
 

@@ -19,7 +19,8 @@ constexpr model_spec modernbert(const sizes& s, std::uint64_t global_every = 3, 
     m.layers = s.layers;
     m.attention = {.heads = s.heads, .layout = qkv_layout::fused, .qkv_bias = attention_bias,
                    .out_bias = attention_bias, .positions = position_kind::rotary,
-                   .rotation = rotary_style::halves_float_copies, .dropout = attention_dropout};
+                   .rotation = rotary_style::halves_float_copies, .dropout = attention_dropout,
+                   .rotary_modules = 0};  // called per layer type: not modelled
     m.mlp = {.kind = mlp_kind::gated, .hidden = s.ffn, .act = activation::gelu, .bias = mlp_bias,
              .fused_gate_up = true, .dropout = mlp_dropout};
     m.norm = {.kind = norm_kind::layer_norm, .bias = norm_bias};

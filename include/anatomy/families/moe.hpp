@@ -72,6 +72,7 @@ constexpr model_spec deepseek_v2(const sizes& s, const moe_sizes& e, const laten
     m.attention.kv_lora_rank = a.kv_lora_rank;
     m.attention.rope_head_dim = a.rope;
     m.attention.rotation = rotary_style::halves_fp32;
+    m.attention.rotary_modules = 0;  // complex frequencies: not modelled
     m.experts = {.count = e.experts, .top_k = e.top_k, .hidden = e.hidden, .router_fp32 = true, .fp32_combine = true,
                  .shared_hidden = e.shared, .first_dense = e.first_dense};
     return m;
@@ -96,6 +97,7 @@ constexpr model_spec gpt_oss(const sizes& s, const moe_sizes& e, std::uint64_t s
     m.model_type = "gpt_oss";
     m.attention.sinks = true;
     m.attention.sdpa = false;
+    m.attention.rotary_modules = 0;  // tables without the cat: not modelled
     m.attention.eager_softmax_fp32 = false;
     m.norm.style = rms_style::scale_then_cast;
     m.pattern = sliding_except_every(2, sliding_window);
@@ -116,6 +118,7 @@ constexpr model_spec llama4(const sizes& s, const moe_sizes& e, std::uint64_t mo
     m.model_type = "llama4_text";
     m.attention.qk_l2_norm = qk_norm;
     m.attention.temperature_tuning = temperature_tuning;
+    m.attention.rotary_modules = 0;  // complex frequencies: not modelled
     m.experts = {.count = e.experts, .top_k = e.top_k, .hidden = e.hidden, .shared_hidden = e.shared,
                  .dense_dispatch = true};
     // One cycle covers both patterns: lcm(moe_step, nope_every) layers

@@ -44,7 +44,7 @@ constexpr model_spec gptj(const sizes& s, std::uint64_t rotary_dim, double dropo
     m.attention = {.heads = s.heads, .positions = position_kind::rotary,
                    .rotary_fraction = static_cast<double>(rotary_dim) / static_cast<double>(head_dim),
                    .rotation = rotary_style::interleaved, .dropout = attention_dropout, .sdpa = false,
-                   .eager_upcast_qk = true};
+                   .eager_upcast_qk = true, .rotary_modules = 0};  // a sincos buffer: not modelled
     m.mlp = {.kind = mlp_kind::plain, .hidden = s.ffn, .act = activation::gelu_new, .bias = true};
     m.norm = {.kind = norm_kind::layer_norm, .bias = true};
     m.block = {.residual = residual_kind::parallel, .shared_parallel_norm = true, .dropout = dropout};

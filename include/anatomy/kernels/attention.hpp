@@ -152,7 +152,8 @@ constexpr tensor_slot fused_attention(kernel_builder& b, const op& o, tensor_slo
     // memory-efficient kernel make only for a backward (compute_log_sumexp:
     // no block of it in a traced llama-3.2-1b forward under no_grad) and
     // flash always; with a mask, the additive mask SDPA builds from it in
-    // q's dtype. Both are kept for backward.
+    // q's dtype before the kernel allocates its output (traced: gemma-3-1b
+    // serving). Both are kept for backward.
     const bool needs_backward = b.grad_of(q) || b.grad_of(k) || b.grad_of(v);
     bytes saved = needs_backward || backend == sdpa_backend::flash ? b.tensor(b.elements(a.rows, a.heads), dtype::fp32)
                                                                     : bytes{};
@@ -160,6 +161,7 @@ constexpr tensor_slot fused_attention(kernel_builder& b, const op& o, tensor_slo
     const tensor_slot y = b.compute(kernel_name(backend), heads_bytes(b, a.rows, a.heads, a.v_head_dim, t), t, {q, k, v},
                                     0b111, true, saved);
     kernel& kn = b.at(y);
+    kn.extra_before_output = masked;
     // Backward: an fp32 dQ accumulator and the row sums of dO * O; with
     // grouped K/V, dK and dV at full head count before they are summed. One
     // allocation (cuDNN on the H200, llama-3-8b by bench/torch_reference/segment_trace.py:
@@ -307,10 +309,29 @@ constexpr tensor_slot expand_attention(kernel_builder& b, const op& o) {
     return y;
 }
 
+// SDPA layers of a sliding window get a boolean (1, 1, seq, seq) mask once
+// the sequence reaches the window (sdpa_masked), which transformers builds
+// as and_masks(causal, sliding) does: the causal bools, their & with True,
+// the window's bools, then the & of both, kept for the forward (traced:
+// gemma-3-1b, four 16 MiB blocks at 4096 tokens, the last one kept). SDPA
+// makes each layer's additive mask from it (fused_attention). Compiled, the
+// mask is traced otherwise (not modelled).
+constexpr tensor_slot sliding_window_mask(kernel_builder& b, const op& o) {
+    const std::uint64_t seq = b.seq_of(o.rows);
+    if (o.window == 0 || seq < o.window || b.r.compile) return no_slot;
+    const bytes square = b.tensor(checked_mul(seq, seq), dtype::boolean);
+    const tensor_slot causal = b.push(b.make("le", square, dtype::boolean, {no_slot, no_slot, no_slot}));
+    const tensor_slot so_far = b.compute("bitwise_and", square, dtype::boolean, {causal, no_slot, no_slot}, 0);
+    const tensor_slot window = b.push(b.make("gt", square, dtype::boolean, {no_slot, no_slot, no_slot}));
+    const tensor_slot mask = b.compute("bitwise_and", square, dtype::boolean, {so_far, window, no_slot}, 0);
+    b.at(mask).base_model_scoped = true;
+    return mask;
+}
+
 // A mask the model builds once per forward and shares across layers. SDPA
-// needs none in training without padding (each masked call builds its own,
-// counted there); eager adds a float [batch, 1, seq, seq] in the embeddings'
-// dtype to every layer's scores.
+// needs none without padding below a sliding window (a masked call builds
+// its additive mask, counted there, from sliding_window_mask's); eager adds a
+// float [batch, 1, seq, seq] in the embeddings' dtype to every layer's scores.
 constexpr tensor_slot expand_mask(kernel_builder& b, const op& o) {
     const std::uint64_t seq = b.seq_of(o.rows);
     if (compiled_mask(b, b.m.stack == stack_kind::decoder && o.window == 0) && !b.eager_attention()) {
@@ -322,15 +343,15 @@ constexpr tensor_slot expand_mask(kernel_builder& b, const op& o) {
         mask.held = true;
         return b.push(mask);
     }
-    if (!b.eager_attention()) return no_slot;
+    if (!b.eager_attention()) return sliding_window_mask(b, o);
     const dtype t = b.autocast() ? dtype::fp32 : b.param_type();
-    return b.forward_scoped("where", b.tensor(checked_mul(b.s.batch, checked_mul(seq, seq)), t), t);
+    return b.base_model_scoped("where", b.tensor(checked_mul(b.s.batch, checked_mul(seq, seq)), t), t);
 }
 
 // BLOOM's alibi: (batch * heads, 1, seq) in the hidden dtype, once per forward.
 constexpr tensor_slot expand_alibi(kernel_builder& b, const op& o) {
     const dtype t = b.autocast() ? dtype::fp32 : b.param_type();
-    return b.forward_scoped("alibi", b.tensor(checked_mul(checked_mul(b.s.batch, o.heads), b.seq_of(o.rows)), t), t);
+    return b.base_model_scoped("alibi", b.tensor(checked_mul(checked_mul(b.s.batch, o.heads), b.seq_of(o.rows)), t), t);
 }
 
 // T5's relative position bias: (1, heads, q, k), computed once per stack and

@@ -208,11 +208,11 @@ public:
         if (k.requires_grad) k.grad_inputs = 1;
         return push(k);
     }
-    // A tensor the model builds once per forward without autograd (a mask):
-    // alive until the forward returns.
-    constexpr tensor_slot forward_scoped(const char* what, bytes out, dtype t) {
+    // A tensor the base model builds once per forward without autograd (a
+    // mask): alive until the base model returns.
+    constexpr tensor_slot base_model_scoped(const char* what, bytes out, dtype t) {
         kernel k = make(what, out, t, {no_slot, no_slot, no_slot});
-        k.forward_scoped = true;
+        k.base_model_scoped = true;
         return push(k);
     }
 

@@ -107,7 +107,7 @@ private:
     constexpr void merge_duplicates() {
         for (std::size_t i = 0; i < k_.size(); ++i) {
             kernel& k = k_[i];
-            if (runs_extern(k) || k.alias || k.held || k.forward_scoped || k.out.count == 0) continue;
+            if (runs_extern(k) || k.alias || k.held || k.base_model_scoped || k.out.count == 0) continue;
             for (std::size_t j = 0; j < i; ++j) {
                 const kernel& e = k_[j];
                 const bool same_inputs = e.in[0] == k.in[0] && e.in[1] == k.in[1] && e.in[2] == k.in[2];
@@ -129,7 +129,7 @@ private:
     constexpr void mark_materialized() {
         for (std::size_t i = 0; i < k_.size(); ++i) {
             const kernel& k = k_[i];
-            if (runs_extern(k) || k.held || k.forward_scoped || static_cast<tensor_slot>(i) == output_) materialized_[i] = true;
+            if (runs_extern(k) || k.held || k.base_model_scoped || static_cast<tensor_slot>(i) == output_) materialized_[i] = true;
             for (tensor_slot s : k.in) {
                 const tensor_slot r = root(s);
                 if (r < 0) continue;

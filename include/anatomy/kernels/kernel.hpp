@@ -58,6 +58,10 @@ struct kernel {
     bool saved_with_graph;
     bool saves_output;
     bytes saved_extra;         // new tensors kept only for backward: masks, statistics
+    // Its extra tensor (saved_extra, or its workspace when nothing records
+    // it) is made before its output: SDPA builds the additive mask from a
+    // boolean one before the kernel runs (traced: gemma-3-1b serving).
+    bool extra_before_output;
     bytes workspace;           // freed before the kernel returns
     bytes param_grads;         // parameter gradients its backward creates; they persist
     backward_scratch backward_workspace;  // freed before its backward returns
@@ -68,7 +72,9 @@ struct kernel {
     std::uint8_t reference_count;
     tensor_slot references[max_references];
     bool returned;             // in the model's output (logits, the KV cache), kept or not by the loop
-    bool forward_scoped;       // lives until the forward returns: masks the model builds once
+    // Lives until the base model's forward returns, before the head: masks
+    // and rotary tables the model builds once for every layer.
+    bool base_model_scoped;
     bool alias;                // a view of in[0]: no memory of its own
     // Its backward makes the parameter's gradient before the input's. Traced
     // on the H200: a linear without a bias (MmBackward0) makes the weight's
@@ -78,6 +84,11 @@ struct kernel {
     // Its backward multiplies through cuBLAS: the first such backward of a
     // process makes autograd's cuBLAS workspace (caching_allocator::defer_workspace).
     bool cublas_backward;
+    // Its forward multiplies through cuBLAS though nothing flows back (a
+    // rotary embedding's frequencies); a kernel whose backward multiplies
+    // does in its forward too. The first of a process makes the forward
+    // thread's cuBLAS workspace.
+    bool cublas_forward;
     bytes weight_copy;         // autocast's half copy of the weight it multiplies by
     bool saves_weight_copy;    // kept for backward (the input gradient needs it)
     bool caches_weight_copy;   // autocast's cast cache keeps it until the forward ends

@@ -44,6 +44,37 @@ constexpr tensor_slot expand_rotary(kernel_builder& b, const op& o) {
     return y;  // the fp32 styles' cast back is its own op (rotary_cast), after both rotations
 }
 
+// A rotary embedding module's forward (LlamaRotaryEmbedding, autocast off),
+// once per forward: freqs = inv_freq @ position_ids in fp32, emb =
+// cat(freqs, freqs), emb.cos() and emb.sin() each times attention_scaling,
+// then both cast to the hidden states' dtype. position_ids is (1, seq): the
+// tables do not grow with the batch. Traced (gemma-3-1b, 4096 tokens, bf16):
+// 2 MiB, 4, 4 + 4 and 4 + 4 MiB, two 2 MiB tables; freqs, emb and the
+// scaled pair die when the module returns, the tables when the forward does.
+constexpr tensor_slot expand_rotary_table(kernel_builder& b, const op& o) {
+    const std::uint64_t width = b.m.rotary_width();
+    const std::uint64_t full = checked_mul(b.seq_of(o.rows), width);
+    kernel product = b.make("bmm", b.tensor(full / 2, dtype::fp32), dtype::fp32, {no_slot, no_slot, no_slot});
+    product.cublas_forward = true;
+    const tensor_slot freqs = b.push(product);
+    const tensor_slot emb = b.compute("cat", b.tensor(full, dtype::fp32), dtype::fp32, {freqs, no_slot, no_slot}, 0);
+    b.keep_until_op_returns(freqs);
+    b.keep_until_op_returns(emb);
+    tensor_slot scaled[2];
+    for (std::size_t i = 0; i < 2; ++i) {
+        const tensor_slot raw = b.compute(i == 0 ? "cos" : "sin", b.tensor(full, dtype::fp32), dtype::fp32,
+                                          {emb, no_slot, no_slot}, 0);
+        scaled[i] = b.pointwise("mul", raw, full);
+        b.keep_until_op_returns(scaled[i]);
+    }
+    tensor_slot table = no_slot;
+    for (const tensor_slot fp32_table : scaled) {
+        table = b.cast(fp32_table, full, b.param_type());  // the same tensor in fp32
+        b.at(table).base_model_scoped = true;
+    }
+    return table;
+}
+
 constexpr tensor_slot expand_rotary_cast(kernel_builder& b, const op& o) {
     const tensor_slot rotated = b.slot_of(o.inputs[0]);
     return b.cast(rotated, b.elements(o.rows, o.out_width), b.type_of(b.slot_of(o.inputs[1])));

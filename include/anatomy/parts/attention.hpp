@@ -87,7 +87,18 @@ struct attention_part {
     std::uint64_t kv_lora_rank = 0;  // 0: not latent attention
     std::uint64_t rope_head_dim = 0;
 
+    // The rotary embedding modules the model calls once per forward, each
+    // making cos and sin tables as LlamaRotaryEmbedding does (Gemma 3: a
+    // global and a local one, traced). 0 where the family's module differs
+    // and is not modelled: GPT-J's sincos buffer, DeepSeek's and Llama 4's
+    // complex frequencies, gpt-oss's tables without the cat, ModernBERT's
+    // module called per layer type.
+    std::uint64_t rotary_modules = 1;
+
     constexpr bool latent() const { return kv_lora_rank > 0; }
+    constexpr std::uint64_t rotary_tables() const {
+        return positions == position_kind::rotary ? rotary_modules : 0;
+    }
 };
 
 }  // namespace anatomy
