@@ -621,10 +621,9 @@ TEST_CASE("largest batches under a cap never exceed the measured ones, and equal
     // 4096 under 80 GiB answered 17, and a fresh H200 process runs 18 for
     // three steps (segments_phi-3-mini_bf16_gc_b18_s4096_cap80GiB), until its
     // sliding-window mask, rotary tables and forward cuBLAS workspace were
-    // made after the embeddings, as transformers makes them (the Gemma 3
-    // serving walk test); it answers 18 now. The one miss: gemma-3-1b fp32
-    // inference at 256 tokens under 24 GiB answers
-    // 74 where the search ran 78, reusing one process; a fresh process runs
+    // made after the embeddings, as transformers makes them (the serving
+    // walk test); it answers 18 now. The one miss: gemma-3-1b fp32 inference
+    // at 256 tokens under 24 GiB answers 74 where the search ran 78, reusing one process; a fresh process runs
     // 74 (the next test). It answered 77 while the replay leaked the
     // embedding output, whose holes let the released segments fit.
     std::size_t exact = 0;
@@ -764,8 +763,8 @@ TEST_CASE("training under a cap: no fit where a fresh H200 process ran out of me
     // ran; the eight bracketed are exact (the other two run out of memory
     // one batch up in quantized-gc-fit-h200.jsonl), and phi-3-mini answers
     // 18, which runs (it answered 17 until the base model's once-per-forward
-    // tensors came after the embeddings: the Gemma 3 serving walk test). SDPA's math kernel walked as the H200 traces show it
-    // (7e562b6, reverted) answered llama-3.2-1b NF4 at 4096 under 24 GiB 2
+    // tensors came after the embeddings: the serving walk test). SDPA's math
+    // kernel walked as the H200 traces show it (7e562b6, reverted) answered llama-3.2-1b NF4 at 4096 under 24 GiB 2
     // and tinyllama LLM.int8 at 2048 under 20 GiB 6, which ran out of memory.
     // One search takes the whole H200 (`gpu`): llama-3-8b checkpointed at
     // 4096 runs 9, and 10 runs out of physical memory; with the context
@@ -931,27 +930,32 @@ TEST_CASE("OLMo 2's checkpointed forward makes the H200's requests, two layers r
     CHECK(std::search(replayed.begin(), replayed.end(), window.begin(), window.end()) != replayed.end());
 }
 
-TEST_CASE("Gemma 3 serving with a KV cache makes the H100's requests, its whole first forward", "[calibration][walk]") {
-    // gemma-3-1b at 10 x 4096 with use_cache=True: every request of 1 MiB
-    // or more from the first after the model's build to the logits
-    // (tests/data/gemma3-serving-requests-h100.json, 2,855 of them). The
-    // walk made the same only once the base model's once-per-forward
-    // tensors came after the embeddings, as transformers makes them: the
-    // sliding-window mask built from four (seq, seq) bools, one kept; each
-    // of the two rotary embeddings' fp32 tables and bf16 cos and sin; the
-    // forward's cuBLAS workspace at the first product (the rotary
-    // frequencies); and SDPA's additive mask before its output. Before,
-    // the same segments opened in another order, and the replay fit batch
-    // 10, which runs out of memory in the second forward.
-    const nlohmann::json j = data_file("gemma3-serving-requests-h100.json");
-    const auto& spec = j.at("spec");
-    const std::vector<std::int64_t> window = traced_window(j);
-    REQUIRE(window.size() > 2800);
-    const model_spec model =
-        model_named(spec.at("model").get<std::string>(), std::string(ANATOMY_DATA_DIR) + "/configs", false);
-    const std::vector<std::int64_t> replayed = replayed_requests(
-        model, recipe_of(spec), {.batch = spec.at("batch").get<std::uint64_t>(), .seq = spec.at("seq").get<std::uint64_t>()});
-    CHECK(std::search(replayed.begin(), replayed.end(), window.begin(), window.end()) != replayed.end());
+TEST_CASE("serving with a KV cache makes the H100's requests, the whole first forward", "[calibration][walk]") {
+    // Every request of 1 MiB or more from the first after the model's build
+    // to the logits, use_cache=True, as a fresh H100 process made them under
+    // the cap (request_window.py): gemma-3-1b at 10 x 4096 (2,855 requests)
+    // and mistral-7b at 23 x 4096, its sliding window (2,341). The walk made
+    // them only once the base model's once-per-forward tensors came after
+    // the embeddings, as transformers makes them: the sliding-window mask
+    // built from four (seq, seq) bools, one kept; each rotary embedding's
+    // fp32 tables and its cos and sin; the forward's cuBLAS workspace at the
+    // first product (the rotary frequencies); SDPA's additive mask before
+    // its output; and inputs_embeds held through the final norm. Before, the
+    // same segments opened in another order, and the replay fit gemma-3-1b's
+    // batch 10, which runs out of memory in the second forward.
+    for (const char* file : {"gemma3-serving-requests-h100.json", "mistral-serving-requests-h100.json"}) {
+        INFO(file);
+        const nlohmann::json j = data_file(file);
+        const auto& spec = j.at("spec");
+        const std::vector<std::int64_t> window = traced_window(j);
+        CHECK(window.size() > 2300);
+        const model_spec model =
+            model_named(spec.at("model").get<std::string>(), std::string(ANATOMY_DATA_DIR) + "/configs", false);
+        const std::vector<std::int64_t> replayed =
+            replayed_requests(model, recipe_of(spec),
+                              {.batch = spec.at("batch").get<std::uint64_t>(), .seq = spec.at("seq").get<std::uint64_t>()});
+        CHECK(std::search(replayed.begin(), replayed.end(), window.begin(), window.end()) != replayed.end());
+    }
 }
 
 TEST_CASE("a whole H100: max_batch is the largest batch a fresh H100 process trains, or one below",
@@ -1039,15 +1043,17 @@ TEST_CASE("serving with a KV cache under a cap: eleven answers run in a fresh H1
     // answered 37 and phi-3-mini 14, which ran out of memory; they now
     // answer 35 and 13, exact. gemma-3-1b at 4096 under 24 GiB answered 10,
     // which ran out of memory in its second forward (fragmentation: the
-    // test above), until the base model's masks, rotary tables and the
-    // forward's cuBLAS workspace were made where transformers makes them; it
-    // answers 9 now, exact, and deepseek-v2-lite 34, the largest batch that
-    // ran (33 before; no larger one was tried). gpt2 and falcon-7b answer one below the largest batch
-    // that ran (falcon: the math kernel's locals, docs/accuracy.md), and so
-    // does qwen1.5-moe-a2.7b (19; 20 runs, 21 does not) since the embedding
-    // output lives through the final norm, as the gemma-3-1b trace shows:
-    // the final norm's output then lands in an MLP segment, which the first
-    // forward can no longer release for the logits (untraced for Qwen).
+    // serving walk test), until the base model's masks, rotary tables and
+    // the forward's cuBLAS workspace were made where transformers makes
+    // them; it answers 9 now, exact, and deepseek-v2-lite 34, the largest
+    // batch that ran (33 before; no larger one was tried). gpt2 and
+    // falcon-7b answer one below the largest batch that ran (falcon: the
+    // math kernel's locals, docs/accuracy.md), and so does qwen1.5-moe-a2.7b
+    // (19; 20 runs, 21 does not) since the embedding output lives through
+    // the final norm, as the traces show: the final norm's output then lands
+    // in an MLP segment, which the first forward can no longer release for
+    // the logits. Its trace (segments_qwen1.5-moe-a2.7b_bf16_serve-cache_*)
+    // opens other segments than the walk's experts do.
     const std::vector<fresh_search> searches =
         fresh_searches((std::string(ANATOMY_DATA_DIR) + "/fresh-fit-serving-h100.jsonl").c_str(),
                        std::string(ANATOMY_DATA_DIR) + "/configs", false);
