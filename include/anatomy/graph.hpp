@@ -464,6 +464,18 @@ constexpr op_input experts(stage_builder& l, const model_spec& m, op_input x) {
     const module_names& n = m.names;
     const experts_part& e = m.experts;
     const std::uint64_t f = e.hidden;
+    const auto shared_expert = [&] {
+        const std::string_view scope = e.shared_gate || e.dense_dispatch ? "shared_expert" : "shared_experts";
+        const op_input gate = l.linear(in(scope, n.gate), tok, m.hidden, e.shared_hidden, false, x);
+        const op_input gate_act = l.activation(in(scope, "act"), tok, e.shared_hidden, m.mlp.act, gate);
+        const op_input shared_up = l.linear(in(scope, n.up), tok, m.hidden, e.shared_hidden, false, x);
+        const op_input shared_prod = l.pointwise(op_kind::gate, in(scope, "gate_mul"), tok, e.shared_hidden,
+                                                 {gate_act, shared_up, no_input});
+        return l.linear(in(scope, n.down), tok, e.shared_hidden, m.hidden, false, shared_prod);
+    };
+    // Qwen2-MoE runs its gated shared expert before the router (traced:
+    // qwen1.5-moe-a2.7b serving), the others theirs after the routed experts.
+    op_input shared = e.shared_hidden > 0 && e.shared_gate ? shared_expert() : no_input;
     const op_input weights = l.router(in(n.mlp, e.biases || e.dense_dispatch ? "router" : "gate"), m, x);
     // Llama 4 scales the experts' input by the router's scores; the others weight their outputs.
     const op_input up = l.experts_up(in(n.mlp, "experts.gate_up_proj"), m, x, e.dense_dispatch ? weights : no_input);
@@ -478,13 +490,7 @@ constexpr op_input experts(stage_builder& l, const model_spec& m, op_input x) {
     const op_input down = l.experts_down(in(n.mlp, "experts.down_proj"), m, prod);
     op_input y = l.experts_combine(in(n.mlp, "experts.combine"), m, down, weights);
     if (e.shared_hidden == 0) return y;
-    const std::string_view scope = e.shared_gate || e.dense_dispatch ? "shared_expert" : "shared_experts";
-    const op_input gate = l.linear(in(scope, n.gate), tok, m.hidden, e.shared_hidden, false, x);
-    const op_input gate_act = l.activation(in(scope, "act"), tok, e.shared_hidden, m.mlp.act, gate);
-    const op_input shared_up = l.linear(in(scope, n.up), tok, m.hidden, e.shared_hidden, false, x);
-    const op_input shared_prod = l.pointwise(op_kind::gate, in(scope, "gate_mul"), tok, e.shared_hidden,
-                                             {gate_act, shared_up, no_input});
-    op_input shared = l.linear(in(scope, n.down), tok, e.shared_hidden, m.hidden, false, shared_prod);
+    if (shared == no_input) shared = shared_expert();
     if (e.shared_gate) {
         const op_input g = l.activation(in(n.mlp, "shared_expert_gate.sigmoid"), tok, 1, activation::sigmoid,
                                         l.linear(in(n.mlp, "shared_expert_gate"), tok, m.hidden, 1, false, x));
