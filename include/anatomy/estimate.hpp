@@ -1043,7 +1043,7 @@ private:
     std::int64_t forward_scoped_ = 0;
     std::int64_t base_model_scoped_ = 0;  // what the base model holds until it returns
     block_id previous_block_ = no_block;
-    bytes held_embedding_{};  // the embedding output, held by the model until its layers are done
+    bytes held_embedding_{};  // the embedding output, held by the model until its stack returns
     block_id held_embedding_block_ = no_block;
     // Which pass of a cycle a replay walks: only the first pins the
     // embedding output, only the last frees it. A count's one pass is both.

@@ -265,7 +265,7 @@ public:
     }
 
     // What the forward made that lives until the forward returns: autocast's
-    // cached weight copies and the masks the model builds once.
+    // cached weight copies.
     constexpr bytes forward_scoped() const { return forward_scoped_; }
     // The base model's tensors it made (masks, rotary tables), dropped before the head.
     constexpr bytes base_model_scoped() const { return base_model_scoped_; }
