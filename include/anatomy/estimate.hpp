@@ -540,7 +540,6 @@ public:
         step_peaks p{};
         running fwd{.live = base, .peak = base};
         forward(fwd);
-        release_base_model(fwd);  // a head-less graph's base model returns here
         fwd.live -= forward_scoped_;  // autocast's region and the model's forward end
         if (allocator_) allocator_->release_all(tensor_owner::cache);
         p.forward = fwd.peak;
@@ -805,7 +804,7 @@ private:
     // freed (traced: gemma-3-1b serving).
     constexpr void release_embedding_after(const layer_run& run, running& target) {
         const stage& st = graph_.stages[run.stage];
-        const bool stack_returns = st.closes_stack || (st.block && !next_is_block(run) && !next_closes_stack(run));
+        const bool stack_returns = st.closes_stack || (st.block && !stack_goes_on_after(run));
         if (held_embedding_.count == 0 || !stack_returns) return;
         if (allocator_) {
             allocator_->release(held_embedding_block_);
@@ -1012,13 +1011,12 @@ private:
             if (graph_.stages[plan_.runs[i].stage].block) return i;
         return plan_.run_count;
     }
-    constexpr bool next_closes_stack(const layer_run& run) const {
+    // The run after `run` is a layer or its stack's final norm: the stack has not returned.
+    constexpr bool stack_goes_on_after(const layer_run& run) const {
         const std::size_t i = run_index(run);
-        return i + 1 < plan_.run_count && graph_.stages[plan_.runs[i + 1].stage].closes_stack;
-    }
-    constexpr bool next_is_block(const layer_run& run) const {
-        const std::size_t i = run_index(run);
-        return i + 1 < plan_.run_count && graph_.stages[plan_.runs[i + 1].stage].block;
+        if (i + 1 >= plan_.run_count) return false;
+        const stage& next = graph_.stages[plan_.runs[i + 1].stage];
+        return next.block || next.closes_stack;
     }
     constexpr std::uint64_t group_times_of(const layer_run& run) const {
         const std::size_t i = run_index(run);

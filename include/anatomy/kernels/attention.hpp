@@ -317,8 +317,8 @@ constexpr tensor_slot expand_attention(kernel_builder& b, const op& o) {
 // makes each layer's additive mask from it (fused_attention). Compiled, the
 // mask is traced otherwise (not modelled).
 constexpr tensor_slot sliding_window_mask(kernel_builder& b, const op& o) {
+    if (o.window == 0 || !sdpa_masked(b, o) || b.r.compile) return no_slot;
     const std::uint64_t seq = b.seq_of(o.rows);
-    if (o.window == 0 || seq < o.window || b.r.compile) return no_slot;
     const bytes square = b.tensor(checked_mul(seq, seq), dtype::boolean);
     const tensor_slot causal = b.push(b.make("le", square, dtype::boolean, {no_slot, no_slot, no_slot}));
     const tensor_slot so_far = b.compute("bitwise_and", square, dtype::boolean, {causal, no_slot, no_slot}, 0);
