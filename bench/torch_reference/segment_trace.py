@@ -12,6 +12,11 @@ segment_free (free_requested is dropped), then a summary line.
   python3 segment_trace.py CONFIG.json --batch 1 --seq 4096 --weights bf16 --gc --out trace.jsonl
   python3 segment_trace.py CONFIG.json --batch 5 --seq 2048 --amp bf16 --gc --cap-gib 80 --steps 3 --out trace.jsonl
 
+With --node-names (and --frames-over-mib) the same allocs also get
+[autograd node, aten op], the innermost of each on the C++ stack (e.g.
+MulBackward0): which backward made a gradient. The C++ stacks take longer;
+trace a model with few layers.
+
 Under a cap a step that runs out of memory ends the run; the summary's
 oom_step names it (null: every step ran), with PyTorch's message and the
 failed request's size and Python frames. `--inference` makes each step
@@ -22,7 +27,7 @@ cache lives in the output until it is deleted).
 
   python3 segment_trace.py gemma-3-1b.json --batch 71 --seq 256 --inference --cap-gib 24 --out trace.jsonl
 """
-import argparse, json, os, sys
+import argparse, json, os, re, sys
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM
 
@@ -38,6 +43,8 @@ ap.add_argument("--lora-targets", default="q_proj,v_proj")
 ap.add_argument("--use-cache", action="store_true", help="with --inference: eval() mode and use_cache=True")
 ap.add_argument("--frames-over-mib", type=float,
                 help="append the making Python frames (innermost 4) to each alloc at least this many MiB")
+ap.add_argument("--node-names", action="store_true",
+                help="with --frames-over-mib: record C++ stacks too and add each large alloc's autograd node and aten op")
 ap.add_argument("--out", required=True)
 a = ap.parse_args()
 if a.use_cache and not a.inference:
@@ -46,14 +53,16 @@ if a.inference and (a.gc or a.lora or a.quant):
     ap.error("--inference runs no backward: leave out --gc, --lora and --quant")
 if a.quant and not a.lora:
     ap.error("--quant trains LoRA adapters: pass --lora R")
+if a.node_names and not a.frames_over_mib:
+    ap.error("--node-names needs --frames-over-mib")
 
 d = json.load(open(a.config))
 cfg = AutoConfig.for_model(d.pop("model_type"), **{k: v for k, v in d.items() if k != "transformers_version"})
 torch.ones(1, device="cuda"); torch.cuda.synchronize()
 if a.cap_gib:
     torch.cuda.set_per_process_memory_fraction(a.cap_gib * 2**30 / torch.cuda.get_device_properties(0).total_memory)
-torch.cuda.memory._record_memory_history(enabled="all", context="alloc" if a.frames_over_mib else None, stacks="python",
-                                        max_entries=4_000_000)
+torch.cuda.memory._record_memory_history(enabled="all", context="alloc" if a.frames_over_mib else None,
+                                        stacks="all" if a.node_names else "python", max_entries=4_000_000)
 dtype = torch.bfloat16 if a.weights == "bf16" else torch.float32
 if a.quant:
     model = load_quantized_base(cfg, a.quant, dtype, "sdpa", a.gc)
@@ -107,7 +116,15 @@ with open(a.out, "w") as f:
     for e in events:
         row = [e["action"], e["addr"], e["size"]]
         if a.frames_over_mib and e["action"] == "alloc" and e["size"] >= a.frames_over_mib * 2**20:
-            row.append([f"{f['filename'].rsplit('/', 1)[-1]}:{f['line']} {f['name']}" for f in e.get("frames", [])[:4]])
+            frames = e.get("frames", [])
+            python = [f for f in frames if f["filename"].endswith(".py")]
+            row.append([f"{f['filename'].rsplit('/', 1)[-1]}:{f['line']} {f['name']}" for f in python[:4]])
+            if a.node_names:
+                # The innermost autograd node (e.g. MulBackward0) and aten op on the C++ stack.
+                names = [f.get("name", "") for f in frames]
+                node = next((m.group(1) for n in names if (m := re.search(r"(\w+Backward\d*)::apply", n))), "")
+                op = next((n.split("(")[0] for n in names if n.startswith("at::") and "::_ops::" not in n), "")
+                row.append([node, op])
         f.write(json.dumps(row) + "\n")
     f.write(json.dumps({"max_reserved": torch.cuda.max_memory_reserved(), "max_allocated": torch.cuda.max_memory_allocated(),
                         "events": len(events), "steps": a.steps, "oom_step": oom_step, "oom_message": oom_message,

@@ -140,7 +140,7 @@ public:
         for (std::size_t j = 0; j < 3; ++j) k.in[j] = in[j];
         return k;
     }
-    constexpr tensor_slot push(kernel k) {
+    constexpr tensor_slot push(const kernel& k) {
         result_.kernels.push_back(k);
         return static_cast<tensor_slot>(result_.kernels.size() - 1);
     }

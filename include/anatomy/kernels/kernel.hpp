@@ -42,35 +42,43 @@ inline constexpr std::size_t max_references = 6;
 
 // No default member initializers (see static_vector): build with braces,
 // which zero what is left out, and always give `in`. Its fields are ordered
-// to fit 128 bytes: a power of two, which a list indexes by a shift (at 136
-// bytes an estimate took 3 % more instructions).
-struct kernel {
-    std::uint8_t op;   // index of the op it belongs to, in its stage
+// by alignment, the 8-byte ones first (120 bytes; declaration order padded
+// them to 136), and it is aligned to 128, a power of two that a list
+// indexes by a shift: 500 llama-3-8b estimates took 3.1 % fewer
+// instructions than at 136 bytes, and 1.3 % more at 120
+// (bench/estimate_instructions.sh). Pass it by reference: g++ notes the
+// ABI of over-aligned arguments in every translation unit.
+struct alignas(128) kernel {
     const char* what;  // the aten kernel, e.g. "addmm", "native_dropout"
     bytes out;         // its output; 0 for views, which alias in[0]
+    bytes saved_extra;         // new tensors kept only for backward: masks, statistics
+    bytes workspace;           // freed before the kernel returns
+    bytes param_grads;         // parameter gradients its backward creates; they persist
+    backward_scratch backward_workspace;  // freed before its backward returns
+    bytes weight_copy;         // autocast's half copy of the weight it multiplies by
+    tensor_slot in[3];  // no_slot where unused
+    // Tensors a Python name keeps alive until this kernel has run (its op's
+    // module returns): the module's locals, and the argument its caller
+    // holds (kernels/python_references.hpp).
+    tensor_slot references[max_references];
+    // Compiled (kernels/compiled.hpp): the tensors its backward recomputes
+    // what it saved from, kept for backward in place of saves_inputs' bits.
+    tensor_slot recomputes_from[max_recompute_sources];
+    std::uint8_t op;   // index of the op it belongs to, in its stage
     dtype type;
     bool requires_grad;
-    tensor_slot in[3];  // no_slot where unused
     std::uint8_t saves_inputs;  // bit i: autograd keeps in[i] for backward
     std::uint8_t grad_inputs;   // bit i: backward allocates a gradient for in[i]
     // Its saved inputs outlive its backward, until the autograd graph dies
     // (bitsandbytes' MatMul8bitLt keeps x as ctx.tensors, not saved tensors).
     bool saved_with_graph;
     bool saves_output;
-    bytes saved_extra;         // new tensors kept only for backward: masks, statistics
     // Its extra tensor (saved_extra, or its workspace when nothing records
     // it) is made before its output: SDPA builds the additive mask from a
     // boolean one before the kernel runs (traced: gemma-3-1b serving).
     bool extra_before_output;
-    bytes workspace;           // freed before the kernel returns
-    bytes param_grads;         // parameter gradients its backward creates; they persist
-    backward_scratch backward_workspace;  // freed before its backward returns
     bool held;                 // lives until the step ends: model outputs, the KV cache
-    // Tensors a Python name keeps alive until this kernel has run (its op's
-    // module returns): the module's locals, and the argument its caller
-    // holds (kernels/python_references.hpp).
     std::uint8_t reference_count;
-    tensor_slot references[max_references];
     bool returned;             // in the model's output (logits, the KV cache), kept or not by the loop
     // Lives until the base model's forward returns, before the head: masks
     // and rotary tables the model builds once for every layer.
@@ -89,14 +97,11 @@ struct kernel {
     // does in its forward too. The first of a process makes the forward
     // thread's cuBLAS workspace.
     bool cublas_forward;
-    bytes weight_copy;         // autocast's half copy of the weight it multiplies by
     bool saves_weight_copy;    // kept for backward (the input gradient needs it)
     bool caches_weight_copy;   // autocast's cast cache keeps it until the forward ends
-    // Compiled (kernels/compiled.hpp): the tensors its backward recomputes
-    // what it saved from, kept for backward in place of saves_inputs' bits.
-    tensor_slot recomputes_from[max_recompute_sources];
     std::uint8_t recompute_count;
 };
+static_assert(sizeof(kernel) == 128, "anatomy::kernel: keep it within 128 bytes; order a new field by its alignment");
 
 inline constexpr std::size_t max_kernels_per_stage = 256;
 using kernel_list = detail::static_vector<kernel, max_kernels_per_stage>;
