@@ -7,13 +7,33 @@ segment lies below the older ones (caching_allocator.hpp); this shows where
 that fails.
 
   python3 segment_addresses.py results/segments_*.jsonl.gz
+  python3 segment_addresses.py --segments 8 results/segments_X.jsonl.gz
+
+--segments N lists instead the first N segments of each trace opened above
+20 MiB, as size@start in MiB from the first one's start.
 """
+import argparse
 import gzip
 import json
-import sys
 
-print(f"{'trace':60s} {'first MiB':>9s} {'reach MiB':>9s} {'above':>6s} {'gap':>5s} {'below':>6s}")
-for path in sys.argv[1:]:
+ap = argparse.ArgumentParser()
+ap.add_argument("--segments", type=int, help="list the first N segments of 20 MiB or more instead")
+ap.add_argument("traces", nargs="+")
+a = ap.parse_args()
+
+if a.segments is None:
+    print(f"{'trace':60s} {'first MiB':>9s} {'reach MiB':>9s} {'above':>6s} {'gap':>5s} {'below':>6s}")
+for path in a.traces:
+    name = path.rsplit("/", 1)[-1].removeprefix("segments_").removesuffix(".jsonl.gz")
+    if a.segments is not None:
+        opened = []
+        for line in gzip.open(path, "rt"):
+            e = json.loads(line)
+            if isinstance(e, list) and e[0] == "segment_alloc" and e[2] >= 20 << 20:
+                opened.append((e[1], e[2]))
+        start = opened[0][0]
+        print(name, " ".join(f"{size / 2**20:g}@{(address - start) / 2**20:g}" for address, size in opened[:a.segments]))
+        continue
     live = {}  # address -> size
     first = first_size = None
     reach = 0
@@ -35,6 +55,5 @@ for path in sys.argv[1:]:
             live[address] = size
         elif e[0] == "segment_free":
             live.pop(e[1], None)
-    name = path.rsplit("/", 1)[-1].removeprefix("segments_").removesuffix(".jsonl.gz")
     print(f"{name[:60]:60s} {first_size / 2**20:9.0f} {reach / 2**20:9.0f} "
           f"{counts['above']:6d} {counts['gap']:5d} {counts['below']:6d}")

@@ -13,9 +13,10 @@ segment_free (free_requested is dropped), then a summary line.
   python3 segment_trace.py CONFIG.json --batch 5 --seq 2048 --amp bf16 --gc --cap-gib 80 --steps 3 --out trace.jsonl
 
 With --node-names (and --frames-over-mib) the same allocs also get
-[autograd node, aten op], the innermost of each on the C++ stack (e.g.
-MulBackward0): which backward made a gradient. The C++ stacks take longer;
-trace a model with few layers.
+[autograd node, at:: function], the innermost of each on the C++ stack:
+which backward made a gradient (e.g. MulBackward0); the function is most
+often the allocation helper itself (at::detail::empty_generic). The C++
+stacks take longer; trace a model with few layers.
 
 Under a cap a step that runs out of memory ends the run; the summary's
 oom_step names it (null: every step ran), with PyTorch's message and the
@@ -44,7 +45,7 @@ ap.add_argument("--use-cache", action="store_true", help="with --inference: eval
 ap.add_argument("--frames-over-mib", type=float,
                 help="append the making Python frames (innermost 4) to each alloc at least this many MiB")
 ap.add_argument("--node-names", action="store_true",
-                help="with --frames-over-mib: record C++ stacks too and add each large alloc's autograd node and aten op")
+                help="with --frames-over-mib: record C++ stacks too and add each large alloc's autograd node and at:: function")
 ap.add_argument("--out", required=True)
 a = ap.parse_args()
 if a.use_cache and not a.inference:
@@ -120,7 +121,7 @@ with open(a.out, "w") as f:
             python = [f for f in frames if f["filename"].endswith(".py")]
             row.append([f"{f['filename'].rsplit('/', 1)[-1]}:{f['line']} {f['name']}" for f in python[:4]])
             if a.node_names:
-                # The innermost autograd node (e.g. MulBackward0) and aten op on the C++ stack.
+                # The innermost autograd node (e.g. MulBackward0) and at:: function on the C++ stack.
                 names = [f.get("name", "") for f in frames]
                 node = next((m.group(1) for n in names if (m := re.search(r"(\w+Backward\d*)::apply", n))), "")
                 op = next((n.split("(")[0] for n in names if n.startswith("at::") and "::_ops::" not in n), "")
