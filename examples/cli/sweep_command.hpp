@@ -67,6 +67,7 @@ inline std::vector<std::uint64_t> parse_axis(std::string_view flag, const std::s
 struct sweep_cell {
     std::uint64_t batch, seq;
     memory_estimate e;
+    bytes peak;      // with `replayed`: the peak estimate reports (reported_peak)
     bytes reserved;  // with `replayed`
     bool fits;       // with a budget and `replayed`
     bool replayed;
@@ -107,11 +108,13 @@ void for_each_index_in_parallel(std::size_t n, Work work) {
         if (e) std::rethrow_exception(e);
 }
 
-// The grid's estimates. `every_cell`: each cell replayed, with its reserved
-// bytes and fit, as estimate prints them (--json, --csv). Otherwise only what
-// the table prints: every peak, and per sequence length the replays that find
-// the largest batch that fits, counting down from the largest whose peak does
-// (under a cap the verdict need not fall with the batch, as in max-batch).
+// The grid's estimates. `every_cell`: each cell replayed, with its peak,
+// reserved bytes and fit, as estimate prints them (--json, --csv, --svg, and
+// the table without a budget, which prints every peak). Otherwise only what
+// the table with a budget prints: per sequence length the replays that find
+// the largest batch that fits, counting down from the largest whose analytic
+// peak does (under a cap the verdict need not fall with the batch, as in
+// max-batch).
 inline sweep_result run_sweep(const raw_options& o, bool every_cell) {
     if (o.batch.empty()) usage("sweep: pass --batch, e.g. --batch 1:64 or --batch 1,2,4,8");
     if (o.seq.empty()) usage("sweep: pass --seq, e.g. --seq 512,1024,2048 or --seq 512:8192:x2");
@@ -128,6 +131,7 @@ inline sweep_result run_sweep(const raw_options& o, bool every_cell) {
     r.q = at_seq.front();
     const bool budgeted = r.q.budget.count > 0;
     if (budgeted) require_fit_modelled(r.q);
+    every_cell = every_cell || !budgeted;
     // The model and recipe are the same at every length: lowered once.
     const estimator prepared = prepare_estimator(r.q);
     const std::size_t row = r.batches.size();
@@ -140,6 +144,7 @@ inline sweep_result run_sweep(const raw_options& o, bool every_cell) {
     const auto replay_cell = [&](std::size_t i) {
         const request point = point_of(i);
         const estimate_result x = with_fit(point, prepared, point.s, run_estimate(point, prepared, point.s, true));
+        r.cells[i].peak = reported_peak(x);
         r.cells[i].reserved = x.replay.peak_reserved;
         r.cells[i].fits = x.fits;
         r.cells[i].replayed = true;
@@ -147,7 +152,7 @@ inline sweep_result run_sweep(const raw_options& o, bool every_cell) {
     r.cells.resize(r.seqs.size() * row);
     for_each_index_in_parallel(r.cells.size(), [&](std::size_t i) {
         const request point = point_of(i);
-        r.cells[i] = {point.s.batch, point.s.seq, estimate_only(point, prepared, point.s, true), {}, false, false};
+        r.cells[i] = {point.s.batch, point.s.seq, estimate_only(point, prepared, point.s, true), {}, {}, false, false};
         if (every_cell) replay_cell(i);
     });
     r.largest_fitting.assign(r.seqs.size(), no_cell);
@@ -176,7 +181,7 @@ inline std::string sweep_svg(const sweep_result& r) {
     constexpr double width = 760, height = 440, left = 70, right = 190, top = 30, bottom = 50;
     const double plot_w = width - left - right, plot_h = height - top - bottom;
     double largest = static_cast<double>(r.q.budget.count);
-    for (const sweep_cell& c : r.cells) largest = std::max(largest, static_cast<double>(c.e.peak.count));
+    for (const sweep_cell& c : r.cells) largest = std::max(largest, static_cast<double>(c.peak.count));
     const value_axis axis = nice_value_axis(largest / static_cast<double>(GiB.count));
     const double ymax = axis.top() * static_cast<double>(GiB.count);
     const double bmin = static_cast<double>(r.batches.front()), bmax = static_cast<double>(r.batches.back());
@@ -212,7 +217,7 @@ inline std::string sweep_svg(const sweep_result& r) {
         for (std::size_t j = 0; j < r.batches.size(); ++j) {
             const sweep_cell& c = r.cells[i * r.batches.size() + j];
             points += fmt::format("{}{:.1f},{:.1f}", points.empty() ? "" : " ", x(c.batch),
-                                  y(static_cast<double>(c.e.peak.count)));
+                                  y(static_cast<double>(c.peak.count)));
         }
         const char* color = colors[i % colors.size()];
         svg += fmt::format("<polyline class=\"seq\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"/>\n",
@@ -225,7 +230,7 @@ inline std::string sweep_svg(const sweep_result& r) {
             fit = fmt::format(": {} fits", c.batch);
             svg += fmt::format("<circle class=\"largest-fit\" data-seq=\"{}\" data-batch=\"{}\" cx=\"{:.1f}\" "
                                "cy=\"{:.1f}\" r=\"4.5\" fill=\"{}\" stroke=\"black\"/>\n",
-                               c.seq, c.batch, x(c.batch), y(static_cast<double>(c.e.peak.count)), color);
+                               c.seq, c.batch, x(c.batch), y(static_cast<double>(c.peak.count)), color);
         }
         svg += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"{}\">seq {}{}</text>\n", legend,
                            top + 16 * static_cast<double>(i + 1), color, r.seqs[i], fit);
@@ -245,7 +250,7 @@ inline std::string sweep_svg(const sweep_result& r) {
 inline void cmd_sweep(const raw_options& o, const std::string& svg_path, bool csv, std::ostream& out) {
     if (csv && o.json) usage("sweep: --json and --csv exclude each other; pick one");
     // The table prints one cell per sequence length; JSON and CSV print them all.
-    const sweep_result r = run_sweep(o, o.json || csv);
+    const sweep_result r = run_sweep(o, o.json || csv || !svg_path.empty());
     const bool budgeted = r.q.budget.count > 0;
     if (!svg_path.empty()) {
         std::ofstream file(svg_path, std::ios::binary);
@@ -261,7 +266,7 @@ inline void cmd_sweep(const raw_options& o, const std::string& svg_path, bool cs
         if (budgeted) j["budget_bytes"] = r.q.budget.count;
         ojson cells = ojson::array();
         for (const sweep_cell& c : r.cells) {
-            ojson cell{{"batch", c.batch}, {"seq", c.seq}, {"peak_bytes", c.e.peak.count},
+            ojson cell{{"batch", c.batch}, {"seq", c.seq}, {"peak_bytes", c.peak.count},
                        {"reserved_bytes", c.reserved.count}};
             if (budgeted) cell["fits"] = c.fits;
             cells.push_back(std::move(cell));
@@ -273,7 +278,7 @@ inline void cmd_sweep(const raw_options& o, const std::string& svg_path, bool cs
     if (csv) {
         out << (budgeted ? "batch,seq,peak_bytes,reserved_bytes,fits\n" : "batch,seq,peak_bytes,reserved_bytes\n");
         for (const sweep_cell& c : r.cells) {
-            out << fmt::format("{},{},{},{}", c.batch, c.seq, c.e.peak.count, c.reserved.count);
+            out << fmt::format("{},{},{},{}", c.batch, c.seq, c.peak.count, c.reserved.count);
             out << (budgeted ? (c.fits ? ",true\n" : ",false\n") : "\n");
         }
         return;
@@ -300,7 +305,7 @@ inline void cmd_sweep(const raw_options& o, const std::string& svg_path, bool cs
                 continue;
             }
             const sweep_cell& best = r.cells[r.largest_fitting[i]];
-            t.row({grouped(r.seqs[i]), grouped(best.batch), fmt::format("{}", best.e.peak), fmt::format("{}", best.reserved)});
+            t.row({grouped(r.seqs[i]), grouped(best.batch), fmt::format("{}", best.peak), fmt::format("{}", best.reserved)});
         }
         t.print(out);
         return;
@@ -313,7 +318,7 @@ inline void cmd_sweep(const raw_options& o, const std::string& svg_path, bool cs
     for (std::size_t i = 0; i < r.seqs.size(); ++i) {
         std::vector<std::string> row{grouped(r.seqs[i])};
         for (std::size_t j = 0; j < r.batches.size(); ++j)
-            row.push_back(fmt::format("{}", r.cells[i * r.batches.size() + j].e.peak));
+            row.push_back(fmt::format("{}", r.cells[i * r.batches.size() + j].peak));
         t.row(row);
     }
     t.print(out);
