@@ -14,7 +14,9 @@ simple formulas other tools use:
     s*b*h*(34 + 5*a*s/h) bytes (Korthikanti et al. 2022, 16-bit activations;
     doubled for fp32 training, 2*s*b*h per layer under checkpointing).
 
-Writes a Markdown table (--table) and an SVG scatter plot (--svg).
+Writes a Markdown table (--table) and an SVG scatter plot (--svg). "anatomy" is
+`peak_bytes`, the allocator replay's peak where it is modelled; --walk adds a
+column with the analytic walk's (`tensor_peak_bytes`, the library's estimate).
 
   python3 compare.py --anatomy build/examples/anatomy --configs ../shared/calibration/configs \
       --cases tests/data/calibration-h200.jsonl [--cases tests/data/extra-h200.jsonl] \
@@ -152,10 +154,11 @@ def main():
     ap.add_argument("--cases", required=True, action="append", help="JSON lines in the calibration schema")
     ap.add_argument("--table", default="-")
     ap.add_argument("--svg", default=None)
+    ap.add_argument("--walk", action="store_true", help="add the analytic walk's error (tensor_peak_bytes)")
     args = ap.parse_args()
 
     rows, points = [], []
-    errors = {"anatomy": [], "B/param": [], "B/param + Korthikanti": [], "reserved": []}
+    errors = {"anatomy": [], "walk": [], "B/param": [], "B/param + Korthikanti": [], "reserved": []}
     for path in args.cases:
         for line in open(path):
             case = json.loads(line)
@@ -176,6 +179,11 @@ def main():
             e_state = (state - measured) / measured
             e_k = (korthikanti - measured) / measured
             errors["anatomy"].append(abs(err))
+            walk = ""
+            if args.walk:
+                e_walk = (pred["tensor_peak_bytes"] - measured) / measured
+                errors["walk"].append(abs(e_walk))
+                walk = f"{100 * e_walk:+.2f}% | "
             errors["B/param"].append(abs(e_state))
             errors["B/param + Korthikanti"].append(abs(e_k))
             res = ""
@@ -186,13 +194,14 @@ def main():
             else:
                 res = "– | – | –"
             rows.append(f"| {case['case']} | {measured / MiB:.0f} | {pred['peak_bytes'] / MiB:.0f} | {100 * err:+.2f}% "
-                        f"| {100 * e_state:+.0f}% | {100 * e_k:+.0f}% | {res} |")
+                        f"| {walk}{100 * e_state:+.0f}% | {100 * e_k:+.0f}% | {res} |")
             points += [(measured, pred["peak_bytes"], "anatomy"), (measured, max(state, 1), "B/param"),
                        (measured, korthikanti, "B/param + Korthikanti")]
 
-    lines = ["| case | measured peak (MiB) | anatomy (MiB) | anatomy error | B/param error | "
+    walk_column = "walk error | " if args.walk else ""
+    lines = ["| case | measured peak (MiB) | anatomy (MiB) | anatomy error | " + walk_column + "B/param error | "
              "B/param + Korthikanti error | measured reserved (MiB) | replayed reserved (MiB) | reserved error |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"] + rows
+             "|---|---:|---:|---:|" + ("---:|" if args.walk else "") + "---:|---:|---:|---:|---:|"] + rows
     lines.append("")
     for name, values in errors.items():
         if values:

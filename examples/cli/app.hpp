@@ -806,14 +806,12 @@ inline void print_estimate(std::ostream& out, const estimate_result& x) {
     t.row({"phase peak", "bytes", "size", "MiB"});
     for_each_phase(e.phases, [&](std::string_view name, bytes b) { sized(name, b, false); });
     t.gap();
-    if (peak_from_replay(x)) {
-        sized("peak", x.replay.peak_allocated, false,
-              "(the allocator's max_memory_allocated, replayed: each tensor in the block it gets, whole-block slack "
-              "included)");
+    sized("peak", reported_peak(x), false,
+          peak_from_replay(x) ? "(the allocator's max_memory_allocated, replayed: each tensor in the block it gets, "
+                                "whole-block slack included)"
+                              : "(the allocator's max_memory_allocated, from the analytic walk: the ledger above)");
+    if (peak_from_replay(x))
         sized("tensors' peak", e.peak, false, "(the analytic walk: the ledger above, each tensor in its rounded block)");
-    } else {
-        sized("peak", e.peak, false, "(the allocator's max_memory_allocated, from the analytic walk: the ledger above)");
-    }
     sized("reserved", x.replay.peak_reserved, false,
           x.unmodelled_note.empty()
               ? "(max_memory_reserved, the cuBLAS workspaces in it; with cuBLASLt's and the CUDA context, what a "
