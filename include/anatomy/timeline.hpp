@@ -294,8 +294,9 @@ public:
     constexpr live_bytes backward(bool grads_exist, bool encoder_grad_alive, block_id output_grad,
                                   gradient_reduction reduce = {}) {
         live_bytes live{};
-        bytes param_grads[max_kernels_per_stage];  // the first param_grad_count
-        block_id param_blocks[max_kernels_per_stage];
+        // The parameter gradients made, one tensor each (a weight's, a bias's).
+        bytes param_grads[2 * max_kernels_per_stage];  // the first param_grad_count
+        block_id param_blocks[2 * max_kernels_per_stage];
         std::size_t param_grad_count = 0;
         live.allocator = allocator_;
         grad_[root_of(output_)] = true;
@@ -317,8 +318,8 @@ public:
             // existing ones, and (accumulating) the new parameter gradients.
             // Each is its own tensor; all are alive at once at worst. Empty
             // ones are left out: live_bytes would skip them.
-            bytes transients[6];  // the first transient_count
-            block_id transient_blocks[6];
+            bytes transients[7];  // the first transient_count
+            block_id transient_blocks[7];
             std::size_t transient_count = 0;
             const auto transient = [&](bytes b) {
                 if (b.count > 0) transients[transient_count++] = b;
@@ -331,17 +332,21 @@ public:
             // bias makes its weight's gradient before its input's (with
             // gradients from an earlier micro-step, one summed in and freed last).
             const auto new_param_grads = [&] {
-                param_blocks[param_grad_count] = live.add_grad(k.param_grads);
-                param_grads[param_grad_count++] = k.param_grads;
+                for (bytes g : {k.param_grads.weight, k.param_grads.bias}) {
+                    if (g.count == 0) continue;
+                    param_blocks[param_grad_count] = live.add_grad(g);
+                    param_grads[param_grad_count++] = g;
+                }
             };
             const bool ordered = live.allocator != nullptr && (k.cublas_backward || k.param_grads_first);
-            const bool params_first = ordered && k.param_grads_first && k.param_grads.count > 0;
+            const bool params_first = ordered && k.param_grads_first && !k.param_grads.empty();
             const bool summed_first = params_first && grads_exist;
-            block_id summed_block = no_block;
+            block_id summed_blocks[2]{no_block, no_block};
             if (ordered) {
                 live.allocator->place_workspace_after_next_allocation(k.cublas_backward, blas_thread::backward);
                 if (summed_first) {
-                    summed_block = live.add(k.param_grads);
+                    summed_blocks[0] = live.add(k.param_grads.weight);
+                    summed_blocks[1] = live.add(k.param_grads.bias);
                 } else if (params_first) {
                     new_param_grads();
                 }
@@ -358,8 +363,9 @@ public:
             }
             if (!params_first) {
                 if (grads_exist) {
-                    transient(k.param_grads);
-                } else if (k.param_grads.count > 0) {
+                    transient(k.param_grads.weight);
+                    transient(k.param_grads.bias);
+                } else {
                     new_param_grads();
                 }
             }
@@ -367,7 +373,10 @@ public:
             for (std::size_t t = transient_count; t-- > 0;) live.sub(transients[t], transient_blocks[t]);
             if (ordered) {
                 live.allocator->place_workspace_after_next_allocation(false, blas_thread::backward);
-                if (summed_first) live.sub(k.param_grads, summed_block);
+                if (summed_first) {
+                    live.sub(k.param_grads.bias, summed_blocks[1]);
+                    live.sub(k.param_grads.weight, summed_blocks[0]);
+                }
             }
             // The gradient of this kernel's output has been consumed.
             if (grad_[n]) {

@@ -74,7 +74,8 @@ std::vector<allocations> modelled_backward(const recipe& r) {
             if (k.in[j] == no_slot || !(k.grad_inputs >> j & 1u)) continue;
             a.push_back(k.in[j] == input_slot ? input.size.count : ex.kernels[static_cast<std::size_t>(k.in[j])].out.count);
         }
-        a.push_back(k.param_grads.count);
+        a.push_back(k.param_grads.weight.count);
+        a.push_back(k.param_grads.bias.count);
         for (bytes t : k.backward_workspace.tensors) a.push_back(t.count);
         std::erase_if(a, [](std::uint64_t size) { return size < MiB.count; });
         std::sort(a.begin(), a.end());

@@ -1,7 +1,7 @@
 // Properties every estimate keeps over the property cases (property_cases.hpp):
 // the peak never falls as the batch grows, the allocator replay never
-// reserves less than the analytic peak, and a reentrant checkpoint never
-// peaks below the early-stopped one.
+// allocates or reserves less than the analytic peak, and a reentrant
+// checkpoint never peaks below the early-stopped one.
 #include "property_cases.hpp"
 
 #include <anatomy/estimate.hpp>
@@ -15,7 +15,7 @@
 
 using namespace anatomy;
 
-TEST_CASE("the peak grows with the batch and the replay reserves at least the peak", "[properties]") {
+TEST_CASE("the peak grows with the batch and the replay allocates and reserves at least the peak", "[properties]") {
     std::size_t checked = 0;
     testing::for_each_property_case(testing::property_recipes(), [&](std::string_view name, const model_spec& spec,
                                                                       const recipe& r, std::size_t k) {
@@ -25,7 +25,13 @@ TEST_CASE("the peak grows with the batch and the replay reserves at least the pe
             const shape s{.batch = batch, .seq = spec.embedding.patches() ? 0ULL : 256ULL};
             const memory_estimate e = estimate(spec, r, s);
             CHECK(e.peak >= previous);  // equal while the optimizer step is the peak
-            CHECK(replay_allocator(spec, r, s).peak_reserved >= e.peak);
+            const allocator_replay replayed = replay_allocator(spec, r, s);
+            CHECK(replayed.peak_reserved >= e.peak);
+            // The replay places the walk's tensors in whole blocks, so it holds
+            // at least as much, except T5's: the walk does not connect its
+            // relative bias's gradient, which the optimizer step's count
+            // holds (docs/accuracy.md; t5-large, 2,048 B).
+            if (spec.attention.positions != position_kind::relative_bias) CHECK(replayed.peak_allocated >= e.peak);
             if (r.grad_checkpointing) {
                 // A reentrant recompute runs every kernel an early-stopped one does, and more.
                 recipe reentrant = r;

@@ -116,9 +116,9 @@ public:
     constexpr dtype grad_type() const {
         return r.master == master_weights::fp32 && !is_zero(r.parallel) ? dtype::fp32 : r.weights;
     }
-    constexpr bytes param_grad_bytes(const op& o) const {
-        if (!trainable(o)) return bytes{};
-        return checked_add(o.weight.numel(), o.bias.numel()) * size_of(grad_type());
+    constexpr parameter_gradients param_grad_bytes(const op& o) const {
+        if (!trainable(o)) return {};
+        return {o.weight.numel() * size_of(grad_type()), o.bias.numel() * size_of(grad_type())};
     }
     // A sum over tokens (a bias or norm-weight gradient) stages two fp32
     // partial values per output and token, in at most one 1 MiB block per SM

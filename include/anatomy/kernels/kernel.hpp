@@ -37,23 +37,36 @@ struct backward_scratch {
     }
 };
 
+// The gradients a kernel's backward makes for its op's parameters: one
+// tensor each, as autograd returns them (AddmmBackward0 the weight's, then
+// the bias's), so each takes its own block. Summed into one, the replay
+// held up to 511 B less a parameter than PyTorch (tinybert: 15,872 B at
+// the optimizer step, below the analytic walk's per-parameter blocks).
+struct parameter_gradients {
+    bytes weight;
+    bytes bias;
+
+    constexpr bytes total() const { return weight + bias; }
+    constexpr bool empty() const { return weight.count == 0 && bias.count == 0; }
+};
+
 inline constexpr std::size_t max_recompute_sources = 4;
 inline constexpr std::size_t max_references = 6;
 
 // No default member initializers (see static_vector): build with braces,
 // which zero what is left out, and always give `in`. Its fields are ordered
-// by alignment, the 8-byte ones first (120 bytes; declaration order padded
-// them to 136), and it is aligned to 128, a power of two that a list
-// indexes by a shift: 500 llama-3-8b estimates took 3.1 % fewer
-// instructions than at 136 bytes, and 1.3 % more at 120
-// (bench/estimate_instructions.sh). Pass it by reference: g++ notes the
-// ABI of over-aligned arguments in every translation unit.
+// by alignment, the 8-byte ones first: 128 bytes with the bias's gradient
+// apart (120 without; declaration order had padded them to 136). Aligned
+// to 128, a power of two, a list indexes it by a shift: 500 llama-3-8b
+// estimates took 3.1 % fewer instructions than at 136 bytes, and 1.3 % more
+// at 120 (bench/estimate_instructions.sh). Pass it by reference: g++ notes
+// the ABI of over-aligned arguments in every translation unit.
 struct alignas(128) kernel {
     const char* what;  // the aten kernel, e.g. "addmm", "native_dropout"
     bytes out;         // its output; 0 for views, which alias in[0]
     bytes saved_extra;         // new tensors kept only for backward: masks, statistics
     bytes workspace;           // freed before the kernel returns
-    bytes param_grads;         // parameter gradients its backward creates; they persist
+    parameter_gradients param_grads;  // its backward creates them; they persist
     backward_scratch backward_workspace;  // freed before its backward returns
     bytes weight_copy;         // autocast's half copy of the weight it multiplies by
     tensor_slot in[3];  // no_slot where unused

@@ -44,12 +44,12 @@ constexpr tensor_slot expand_embedding(kernel_builder& b, const op& o) {
         // graph, and the head makes its own (traced: +501 MiB there).
         const bytes table = o.weight.numel() * size_of(b.grad_type());
         if (one_compiled_graph(b) && o.weight_shared_later) {
-            k.param_grads = table;
+            k.param_grads.weight = table;
             k.backward_workspace.add(table);
         } else if (o.tied || o.weight_shared_later) {
             k.backward_workspace.add(table);
         } else {
-            k.param_grads = table;
+            k.param_grads.weight = table;
         }
         k.backward_workspace.add(embedding_partial_sums(b, o));
         // The table first, then the partial sums (a gradient summed into an
@@ -71,7 +71,7 @@ constexpr tensor_slot lora_branch(kernel_builder& b, const op& o, tensor_slot x,
     a.requires_grad = adapters_train || b.grad_of(in);
     a.saves_inputs = adapters_train ? 1 : 0;
     a.grad_inputs = b.grad_of(in) ? 1 : 0;
-    a.param_grads = adapters_train ? b.tensor(detail::checked_mul(rank, o.in_width), t) : bytes{};
+    if (adapters_train) a.param_grads.weight = b.tensor(detail::checked_mul(rank, o.in_width), t);
     // nn.Linear without a bias; under autocast its weight is cast, an order not traced.
     a.param_grads_first = !b.autocast();
     a.cublas_backward = true;
@@ -80,7 +80,7 @@ constexpr tensor_slot lora_branch(kernel_builder& b, const op& o, tensor_slot x,
     up.requires_grad = a.requires_grad;
     up.saves_inputs = adapters_train ? 1 : 0;
     up.grad_inputs = a.requires_grad ? 1 : 0;
-    up.param_grads = adapters_train ? b.tensor(detail::checked_mul(o.out_width, rank), t) : bytes{};
+    if (adapters_train) up.param_grads.weight = b.tensor(detail::checked_mul(o.out_width, rank), t);
     up.param_grads_first = a.param_grads_first;
     up.cublas_backward = true;
     const tensor_slot b_out = b.push(up);
@@ -105,7 +105,6 @@ constexpr tensor_slot linear_4bit(kernel_builder& b, const op& o, tensor_slot x)
     k.workspace = dequantized;
     k.backward_workspace.add(dequantized);
     k.cublas_backward = true;  // the input's gradient: a matmul with the weight dequantized again
-    if (!o.bias.empty()) k.param_grads = bytes{};  // frozen with the base
     tensor_slot y = b.push(k);
     y = b.cast(y, checked_mul(n, o.out_width), b.type_of(x));
     return y;
@@ -175,7 +174,7 @@ constexpr tensor_slot expand_linear(kernel_builder& b, const op& o) {
     // The cast cache holds casts of weights that require grad.
     k.caches_weight_copy = weight_cast && b.param_requires_grad();
     // Compiled, a tied head's weight gradient is left to the table it shares.
-    k.param_grads = one_compiled_graph(b) && o.tied ? bytes{} : b.param_grad_bytes(o);
+    if (!(one_compiled_graph(b) && o.tied)) k.param_grads = b.param_grad_bytes(o);
     // The weight gradient is computed in the compute dtype, then cast;
     // the bias gradient is a reduction over tokens (reduction_staging).
     if (weight_grad && weight_cast) k.backward_workspace.add(weight_copy);
