@@ -34,7 +34,9 @@ struct stage {
     // inputs_embeds and starts the hidden states as it, and it dies when the
     // forward returns (traced: gemma-3-1b serving). Where the hidden states
     // start as a sum or a norm of it (GPT-2, BERT, BLOOM) the layers hold
-    // what the embeddings stage hands on only until they are done.
+    // what the embeddings stage hands on only until they are done. (GPT-2's
+    // forward holds its two lookups to its end instead, which is not
+    // walked: docs/accuracy.md, "What is not modelled".)
     bool closes_stack = false;
     // The task head: the base model (its masks and rotary tables) has
     // returned before it runs.
