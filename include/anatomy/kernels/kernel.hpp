@@ -46,7 +46,6 @@ struct parameter_gradients {
     bytes weight;
     bytes bias;
 
-    constexpr bytes total() const { return weight + bias; }
     constexpr bool empty() const { return weight.count == 0 && bias.count == 0; }
 };
 
