@@ -25,7 +25,8 @@ int main(int argc, char** argv) {
     const std::uint64_t seq = std::strtoull(argv[2], nullptr, 10);
     // As max_batch tests a fit: cuBLASLt's workspace comes off the cap first.
     const bytes cap = std::strtoull(argv[3], nullptr, 10) * GiB - cublas_workspace_beside_replay();
-    for (std::uint64_t b = std::strtoull(argv[4], nullptr, 10); b <= std::strtoull(argv[5], nullptr, 10); ++b) {
+    const std::uint64_t last = std::strtoull(argv[5], nullptr, 10);
+    for (std::uint64_t b = std::strtoull(argv[4], nullptr, 10); b <= last; ++b) {
         const allocator_replay x = replay_allocator(m, r, {.batch = b, .seq = seq}, cap);
         std::printf("batch %llu: %s, peak allocated %.2f GiB, reserved %.2f GiB\n", static_cast<unsigned long long>(b),
                     x.out_of_memory ? "out of memory" : "fits", static_cast<double>(x.peak_allocated.count) / GiB.count,

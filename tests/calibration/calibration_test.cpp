@@ -398,8 +398,9 @@ TEST_CASE("held-out recipes on real-size configs match an H100's measurements", 
     // grouped_mm_experts_forward's names hold the gathered tokens and the
     // masked down output to its end; the walk frees them after their last
     // reader under no_grad, 6.2 % under (docs/accuracy.md, "Held-out recipes":
-    // the fix, bench/probe/experts_holds.patch, waits on a capped check). A bar
-    // at what it is, so that it cannot get worse unseen.
+    // the fix, bench/probe/experts_holds.patch, makes a deepseek-v2-lite
+    // capped search unsafe). A bar at what it is, so that it cannot get
+    // worse unseen.
     const auto olmoe = std::find_if(cases.begin(), cases.end(), [](const calibration_case& c) {
         return c.name == "olmoe-1b-7b_bf16_infer_b8_s4096_cache";
     });
@@ -1059,9 +1060,9 @@ TEST_CASE("recipes no capped search had covered: every answer runs in a fresh H1
     // checkpointing, BLOOM with Adafactor). gpt2-medium answers 3 where 4
     // runs with 25 MB to spare, and pythia-1b under bf16 autocast with
     // checkpointing 5 where 6 runs: since each parameter's gradient has its
-    // own block (kernel::param_grads), the capped replay at batch 6 reserves
-    // its 23.75 GiB in another order and runs out; with a module's summed
-    // into one block it fit, as the H100 did (23.48 GiB reserved).
+    // own block (kernel::param_grads), the capped replay at batch 6 places
+    // them in another order and runs out; with a module's summed into one
+    // block it fit, as the H100 did (23.48 GiB reserved).
     const std::vector<fresh_search> searches =
         fresh_searches((std::string(ANATOMY_DATA_DIR) + "/fresh-fit-recipes-h100.jsonl").c_str(),
                        std::string(ANATOMY_DATA_DIR) + "/configs", false);
