@@ -2,8 +2,7 @@
 // process measured (tests/data/fresh-fit-*.jsonl): whether it runs out of
 // memory, and its peak allocated and reserved bytes. Serving with the KV
 // cache, bf16 weights (docs/accuracy.md, "Held-out recipes": deepseek-v2-lite
-// at 2,048 tokens under 48 GiB, batches 33 to 39, with and without
-// bench/probe/experts_holds.patch).
+// at 2,048 tokens under 48 GiB, batches 33 to 39).
 //
 //   g++ -std=c++20 -O2 -Iinclude -Iexamples/cli bench/probe/capped_replay.cpp -o /tmp/capped_replay -lfmt
 //   /tmp/capped_replay tests/data/configs/deepseek-v2-lite.json 2048 48 33 39

@@ -160,7 +160,7 @@ public:
     }
     // The experts' 3-D gate_up_proj [count, 2 x hidden, model hidden] and
     // down_proj [count, model hidden, hidden], held here as matrices of the same size.
-    constexpr op_input experts_up(module_path module, const model_spec& m, op_input x, op_input scores = no_input) {
+    constexpr op_input experts_up(module_path module, const model_spec& m, op_input x, op_input scores) {
         const std::uint64_t width = detail::checked_mul(2, m.experts.hidden);
         op o = make_op(op_kind::experts_up, module, rows_of::routed_tokens, m.hidden, width);
         o.weight = {detail::checked_mul(m.experts.count, width), m.hidden};
@@ -173,9 +173,10 @@ public:
         if (m.experts.biases) o.bias = {detail::checked_mul(m.experts.count, m.hidden), 0};
         return add(o, {x, no_input, no_input});
     }
-    constexpr op_input experts_combine(module_path module, const model_spec& m, op_input down, op_input weights) {
+    // The experts' outputs weighted by the routing weights experts_up gathered.
+    constexpr op_input experts_combine(module_path module, const model_spec& m, op_input down) {
         return add(make_op(op_kind::experts_combine, module, rows_of::source_tokens, m.hidden, m.hidden),
-                   {down, weights, no_input});
+                   {down, no_input, no_input});
     }
     // A view of features [offset, offset + width) of a fused projection's
     // output; `heads` > 0 marks q, k or v of a fused qkv.
@@ -196,6 +197,9 @@ public:
     constexpr op_input pointwise(op_kind kind, module_path module, rows_of rows, std::uint64_t width,
                                  std::array<op_input, 3> inputs) {
         return add(make_op(kind, module, rows, width, width), inputs);
+    }
+    constexpr op_input shared_experts_sum(module_path module, const model_spec& m, op_input routed, op_input shared) {
+        return pointwise(op_kind::shared_experts_sum, module, rows_of::source_tokens, m.hidden, {routed, shared, no_input});
     }
     constexpr op_input residual(module_path module, rows_of rows, std::uint64_t width, op_input branch, op_input skip) {
         return pointwise(op_kind::residual, module, rows, width, {branch, skip, no_input});
@@ -479,8 +483,9 @@ constexpr op_input experts(stage_builder& l, const model_spec& m, op_input x) {
     // qwen1.5-moe-a2.7b serving), the others theirs after the routed experts.
     op_input shared = e.shared_hidden > 0 && e.shared_gate ? shared_expert() : no_input;
     const op_input weights = l.router(in(n.mlp, e.biases || e.dense_dispatch ? "router" : "gate"), m, x);
-    // Llama 4 scales the experts' input by the router's scores; the others weight their outputs.
-    const op_input up = l.experts_up(in(n.mlp, "experts.gate_up_proj"), m, x, e.dense_dispatch ? weights : no_input);
+    // Llama 4 scales the experts' input by the router's scores; the others
+    // gather the weights by expert and weight the outputs.
+    const op_input up = l.experts_up(in(n.mlp, "experts.gate_up_proj"), m, x, weights);
     const op_input gate_half = l.split(in(n.mlp, "experts.gate"), routed, 0, f, up);
     const op_input up_half = l.split(in(n.mlp, "experts.up"), routed, f, f, up);
     const op_input prod =
@@ -490,7 +495,7 @@ constexpr op_input experts(stage_builder& l, const model_spec& m, op_input x) {
                           {l.activation(in(n.mlp, "experts.act_fn"), routed, f, m.mlp.act, gate_half), up_half,
                            no_input});
     const op_input down = l.experts_down(in(n.mlp, "experts.down_proj"), m, prod);
-    op_input y = l.experts_combine(in(n.mlp, "experts.combine"), m, down, weights);
+    op_input y = l.experts_combine(in(n.mlp, "experts.combine"), m, down);
     if (e.shared_hidden == 0) return y;
     if (shared == no_input) shared = shared_expert();
     if (e.shared_gate) {
@@ -498,7 +503,7 @@ constexpr op_input experts(stage_builder& l, const model_spec& m, op_input x) {
                                         l.linear(in(n.mlp, "shared_expert_gate"), tok, m.hidden, 1, false, x));
         shared = l.pointwise(op_kind::gate, in(n.mlp, "shared_expert_gate.mul"), tok, m.hidden, {g, shared, no_input});
     }
-    return l.residual(in(n.mlp, "shared_sum"), tok, m.hidden, y, shared);
+    return l.shared_experts_sum(in(n.mlp, "shared_sum"), m, y, shared);
 }
 
 // One layer of an encoder or decoder stack, its parts arranged as

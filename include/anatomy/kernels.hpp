@@ -59,6 +59,7 @@ constexpr tensor_slot expand_op(kernel_builder& b, const op& o) {
         case op_kind::experts_up: return expand_experts_up(b, o);
         case op_kind::experts_down: return expand_experts_down(b, o);
         case op_kind::experts_combine: return expand_experts_combine(b, o);
+        case op_kind::shared_experts_sum: return expand_shared_experts_sum(b, o);
         case op_kind::clamped_swiglu: return expand_clamped_swiglu(b, o);
     }
     return no_slot;

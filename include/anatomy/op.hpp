@@ -30,6 +30,7 @@ enum class op_kind {
     experts_up,     // tokens gathered by expert, then grouped_mm with the experts' gate_up_proj
     experts_down,   // grouped_mm with the experts' down_proj
     experts_combine,  // routing weights times expert outputs, back in token order, summed over top_k
+    shared_experts_sum,  // the routed and the shared experts' outputs added: the MoE block returns
     clamped_swiglu,   // gpt-oss's gate: clamps, sigmoid, and the (up + 1) * glu product
     rotary,         // RoPE applied to q or k
     rotary_table,   // the cos and sin a rotary embedding module computes once per forward

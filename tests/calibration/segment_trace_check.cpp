@@ -1,4 +1,4 @@
-// Feeds an H200 allocator history (bench/torch_reference/segment_trace.py:
+// Feeds a GPU's allocator history (bench/torch_reference/segment_trace.py:
 // every alloc and free_completed by address, every segment_alloc and
 // segment_free, then a summary line) into the caching-allocator model, and
 // checks that the model's reserved bytes follow the GPU's:
@@ -71,7 +71,9 @@ int main(int argc, char** argv) {
             summary = std::move(e);
             break;
         }
-        if (!e.is_array() || e.size() != 3) return usage("an event is not [action, address, size]");
+        // --frames-over-mib adds the making frames to large allocs: a fourth element, not read.
+        if (!e.is_array() || e.size() < 3 || e.size() > 4)
+            return usage("an event is not [action, address, size] or [action, address, size, frames]");
         lines.push_back(std::move(e));
     }
     if (summary.is_null()) return usage("no summary line at the end");

@@ -71,8 +71,7 @@ constexpr model_spec deepseek_v2(const sizes& s, const moe_sizes& e, const laten
     m.attention.q_lora_rank = a.q_lora_rank;
     m.attention.kv_lora_rank = a.kv_lora_rank;
     m.attention.rope_head_dim = a.rope;
-    m.attention.rotation = rotary_style::halves_fp32;
-    m.attention.rotary_modules = 0;  // complex frequencies: not modelled
+    m.attention.rotation = rotary_style::complex_fp32;
     m.experts = {.count = e.experts, .top_k = e.top_k, .hidden = e.hidden, .router_fp32 = true, .fp32_combine = true,
                  .shared_hidden = e.shared, .first_dense = e.first_dense};
     return m;
@@ -83,7 +82,8 @@ constexpr model_spec deepseek_v3(const sizes& s, const moe_sizes& e, const laten
     model_spec m = deepseek_v2(s, e, a);
     m.model_type = "deepseek_v3";
     m.experts.scoring = router_scoring::sigmoid;
-    if (rope_interleave) m.attention.rotation = rotary_style::interleaved;
+    m.attention.rotation = rope_interleave ? rotary_style::interleaved : rotary_style::halves_fp32;
+    m.attention.rotary_modules = 0;  // its tables: not modelled
     return m;
 }
 

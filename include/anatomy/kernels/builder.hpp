@@ -25,6 +25,12 @@ constexpr dtype promote(dtype a, dtype b) {
     return dtype::fp32;  // mixing fp32 with a half type, or bf16 with fp16
 }
 
+// Python frames that span several ops, whose locals outlive the op that
+// makes them: a sparse MoE block's forward (its router's logits, top-k
+// indices and weights) and, inside it, transformers' grouped_mm_experts_forward
+// (the routed rows and their bookkeeping).
+enum class python_frame : std::uint8_t { moe_block, experts_function };
+
 class kernel_builder {
 public:
     constexpr kernel_builder(const model_spec& model, const recipe& training, const shape& size,
@@ -37,23 +43,55 @@ public:
     const shape& s;
     const device_profile& d;
 
+    // Names of grouped_mm_experts_forward that its later ops read, set by
+    // the experts' first projection: the sort's permutation, the gathered
+    // routing weights, the grouped_mm offsets and the sentinel-row mask.
+    struct routed_rows_names {
+        tensor_slot perm;
+        tensor_slot sample_weights;
+        tensor_slot offsets;
+        tensor_slot sentinel_mask;
+    };
+    routed_rows_names routed_rows{no_slot, no_slot, no_slot, no_slot};
+
     constexpr void begin_op(std::size_t index) {
         op_ = static_cast<std::uint8_t>(index);
         local_count_ = 0;
     }
     // A local of the op's module: alive until the module returns.
     constexpr void keep_until_op_returns(tensor_slot local) {
-        if (local_count_ == max_references)
+        if (local_count_ == max_op_locals)
             throw error("anatomy::expand: internal error, an op keeps more locals than it can hold");
         locals_[local_count_++] = local;
     }
+    // A local of a Python frame that runs over several ops: alive until the
+    // op that ends the frame returns.
+    constexpr void keep_until_frame_returns(python_frame f, tensor_slot local) {
+        std::size_t& count = frame_local_count_[static_cast<std::size_t>(f)];
+        if (count == max_op_locals)
+            throw error("anatomy::expand: internal error, a Python frame keeps more locals than it can hold");
+        frame_locals_[static_cast<std::size_t>(f)][count++] = local;
+    }
+    // The current op ends frame `f`: its locals die with the op's.
+    constexpr void frame_returns_with_op(python_frame f) {
+        std::size_t& count = frame_local_count_[static_cast<std::size_t>(f)];
+        for (std::size_t i = 0; i < count; ++i) keep_until_op_returns(frame_locals_[static_cast<std::size_t>(f)][i]);
+        count = 0;
+    }
     // The op's module returns after its last kernel: its locals die there.
+    // A kernel ends at most max_references names, two of them left for the
+    // callers' names (hold_python_names); views of the op's output, made
+    // right after it, end the rest (they cost no memory).
     constexpr void end_op() {
         if (local_count_ == 0) return;
         if (result_.kernels.size() == 0 || result_.kernels[result_.kernels.size() - 1].op != op_)
             throw error("anatomy::expand: internal error, an op with locals made no kernel");
-        for (std::size_t i = 0; i < local_count_; ++i)
-            reference_until(result_.kernels[result_.kernels.size() - 1], locals_[i]);
+        const tensor_slot last = static_cast<tensor_slot>(result_.kernels.size() - 1);
+        tensor_slot ending = last;
+        for (std::size_t i = 0; i < local_count_; ++i) {
+            if (at(ending).reference_count + std::size_t{2} >= max_references) ending = view(last);
+            reference_until(at(ending), locals_[i]);
+        }
     }
 
     // ---- sizes: every product is checked ----------------------------------
@@ -224,8 +262,11 @@ private:
     stage_input_info encoder_;
     expansion& result_;
     std::uint8_t op_ = 0;
-    tensor_slot locals_[max_references]{};
+    static constexpr std::size_t max_op_locals = 16;
+    tensor_slot locals_[max_op_locals]{};
     std::size_t local_count_ = 0;
+    tensor_slot frame_locals_[2][max_op_locals]{};
+    std::size_t frame_local_count_[2]{};
 };
 
 }  // namespace anatomy::detail

@@ -3,6 +3,8 @@
 // cos and sin take the hidden states' dtype (fp32 under autocast, which
 // promotes q and k to fp32), except where the family computes in fp32 and
 // casts back (OLMo 2, ModernBERT) or casts them to the projection's dtype (GPT-J).
+// DeepSeek-V2 multiplies complex views of fp32 copies by a complex table
+// (traced on an H100: deepseek-v2-lite serving under a cap).
 #pragma once
 
 #include <anatomy/kernels/builder.hpp>
@@ -19,6 +21,8 @@ constexpr tensor_slot expand_rotary(kernel_builder& b, const op& o) {
     tensor_slot src = x;  // the rotated features (a view of x when partial)
     dtype rt = promote(t, b.param_type());
     switch (a.rotation) {
+        // DeepSeek-V2: the .float() copy alone; its product and cast are the rotary_cast op's.
+        case rotary_style::complex_fp32: return b.cast(x, rotated, dtype::fp32);
         case rotary_style::halves: break;
         case rotary_style::halves_fp32: rt = dtype::fp32; break;
         case rotary_style::interleaved: rt = t; break;
@@ -57,6 +61,17 @@ constexpr tensor_slot expand_rotary_table(kernel_builder& b, const op& o) {
     kernel product = b.make("bmm", b.tensor(full / 2, dtype::fp32), dtype::fp32, {no_slot, no_slot, no_slot});
     product.cublas_forward = true;
     const tensor_slot freqs = b.push(product);
+    if (b.m.attention.rotation == rotary_style::complex_fp32) {
+        // DeepSeek-V2: torch.polar(torch.ones_like(freqs), freqs) * attention_scaling,
+        // complex64 (fp32's bytes twice over); the table stays complex.
+        b.keep_until_op_returns(freqs);
+        const tensor_slot ones =
+            b.compute("ones_like", b.tensor(full / 2, dtype::fp32), dtype::fp32, {no_slot, no_slot, no_slot}, 0);
+        const tensor_slot polar = b.compute("polar", b.tensor(full, dtype::fp32), dtype::fp32, {ones, freqs, no_slot}, 0);
+        const tensor_slot table = b.pointwise("mul", polar, full);
+        b.at(table).base_model_scoped = true;
+        return table;
+    }
     const tensor_slot emb = b.compute("cat", b.tensor(full, dtype::fp32), dtype::fp32, {freqs, no_slot, no_slot}, 0);
     b.keep_until_op_returns(freqs);
     b.keep_until_op_returns(emb);
@@ -76,8 +91,12 @@ constexpr tensor_slot expand_rotary_table(kernel_builder& b, const op& o) {
 }
 
 constexpr tensor_slot expand_rotary_cast(kernel_builder& b, const op& o) {
-    const tensor_slot rotated = b.slot_of(o.inputs[0]);
-    return b.cast(rotated, b.elements(o.rows, o.out_width), b.type_of(b.slot_of(o.inputs[1])));
+    const std::uint64_t n = b.elements(o.rows, o.out_width);
+    tensor_slot rotated = b.slot_of(o.inputs[0]);
+    // DeepSeek-V2: x_ * freqs_cis, a complex64 product (fp32's bytes), then type_as.
+    if (b.m.attention.rotation == rotary_style::complex_fp32)
+        rotated = b.compute("mul", b.tensor(n, dtype::fp32), dtype::fp32, {rotated, no_slot, no_slot}, 0);
+    return b.cast(rotated, n, b.type_of(b.slot_of(o.inputs[1])));
 }
 
 }  // namespace anatomy::detail

@@ -23,13 +23,17 @@ enum class qkv_layout { separate, fused };
 
 // How RoPE is written: rotate_half on the projection's dtype (Llama and most),
 // the same in fp32 and cast back (OLMo 2; ModernBERT, which also takes two
-// .float() copies first), or GPT-J's interleaved rotate_every_two.
-enum class rotary_style { halves, halves_fp32, halves_float_copies, interleaved };
+// .float() copies first), GPT-J's interleaved rotate_every_two, or
+// DeepSeek-V2's complex product: view_as_complex(q.float()) and k's, each
+// times complex frequencies, cast back with type_as.
+enum class rotary_style { halves, halves_fp32, halves_float_copies, interleaved, complex_fp32 };
 
 // The fp32 styles return q_embed.to(q.dtype), k_embed.to(k.dtype): both
-// casts after both rotations.
+// casts after both rotations. DeepSeek-V2 makes both .float() copies first,
+// then each product and its cast.
 constexpr bool rotates_in_fp32(rotary_style s) {
-    return s == rotary_style::halves_fp32 || s == rotary_style::halves_float_copies;
+    return s == rotary_style::halves_fp32 || s == rotary_style::halves_float_copies ||
+           s == rotary_style::complex_fp32;
 }
 
 struct attention_part {
