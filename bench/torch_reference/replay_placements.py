@@ -14,6 +14,7 @@ large pool's) or at another offset in it.
 import argparse
 import gzip
 import json
+from collections import Counter
 
 SMALL = 1 << 20  # requests up to 1 MiB go to the small pool
 
@@ -73,3 +74,8 @@ for what, i in (("size", sized), ("placement", placed)):
         print(f"first {what} that differs: none up to allocation {len(pairs) - 1}")
     else:
         print(f"first {what} that differs: allocation {i}, trace {t[i]}, replay {r[i]} (size, segment, offset)")
+# Every size that differs, by (trace, replay) pair: how far the walk's requests are the GPU's.
+differing = Counter((tr[0], rp[0]) for tr, rp in pairs[a.start:] if tr[0] != rp[0])
+print(f"sizes that differ: {sum(differing.values())} of {len(pairs) - a.start}")
+for (size_t, size_r), n in differing.most_common(5):
+    print(f"  trace {size_t}, replay {size_r}: {n} times")

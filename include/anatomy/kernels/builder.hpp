@@ -30,6 +30,7 @@ constexpr dtype promote(dtype a, dtype b) {
 // indices and weights) and, inside it, transformers' grouped_mm_experts_forward
 // (the routed rows and their bookkeeping).
 enum class python_frame : std::uint8_t { moe_block, experts_function };
+inline constexpr std::size_t python_frame_count = 2;
 
 class kernel_builder {
 public:
@@ -79,9 +80,9 @@ public:
         count = 0;
     }
     // The op's module returns after its last kernel: its locals die there.
-    // A kernel ends at most max_references names, two of them left for the
-    // callers' names (hold_python_names); views of the op's output, made
-    // right after it, end the rest (they cost no memory).
+    // A kernel ends at most max_references names, some left for the callers'
+    // names (hold_python_names); views of the op's output, made right after
+    // it, end the rest (they cost no memory).
     constexpr void end_op() {
         if (local_count_ == 0) return;
         if (result_.kernels.size() == 0 || result_.kernels[result_.kernels.size() - 1].op != op_)
@@ -89,7 +90,7 @@ public:
         const tensor_slot last = static_cast<tensor_slot>(result_.kernels.size() - 1);
         tensor_slot ending = last;
         for (std::size_t i = 0; i < local_count_; ++i) {
-            if (at(ending).reference_count + std::size_t{2} >= max_references) ending = view(last);
+            if (at(ending).reference_count + references_left_for_callers >= max_references) ending = view(last);
             reference_until(at(ending), locals_[i]);
         }
     }
@@ -263,10 +264,11 @@ private:
     expansion& result_;
     std::uint8_t op_ = 0;
     static constexpr std::size_t max_op_locals = 16;
+    static constexpr std::size_t references_left_for_callers = 2;
     tensor_slot locals_[max_op_locals]{};
     std::size_t local_count_ = 0;
-    tensor_slot frame_locals_[2][max_op_locals]{};
-    std::size_t frame_local_count_[2]{};
+    tensor_slot frame_locals_[python_frame_count][max_op_locals]{};
+    std::size_t frame_local_count_[python_frame_count]{};
 };
 
 }  // namespace anatomy::detail

@@ -27,9 +27,10 @@ namespace anatomy::detail {
 // until it returns: as a tensor of its own where nothing records the kernel.
 constexpr tensor_slot top_k(kernel_builder& b, tensor_slot scores, std::uint64_t picked, dtype t) {
     const bytes indices = b.tensor(picked, dtype::int64);
-    const tensor_slot top = b.compute("topk", b.tensor(picked, t), t, {scores, no_slot, no_slot}, 0, false,
-                                      b.grad_of(scores) ? indices : bytes{});
-    if (!b.at(top).requires_grad)
+    const bool recorded = b.grad_of(scores);
+    const tensor_slot top =
+        b.compute("topk", b.tensor(picked, t), t, {scores, no_slot, no_slot}, 0, false, recorded ? indices : bytes{});
+    if (!recorded)
         b.keep_until_frame_returns(python_frame::moe_block,
                                    b.compute("topk", indices, dtype::int64, {scores, no_slot, no_slot}, 0));
     return top;

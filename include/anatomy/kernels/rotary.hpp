@@ -61,19 +61,19 @@ constexpr tensor_slot expand_rotary_table(kernel_builder& b, const op& o) {
     kernel product = b.make("bmm", b.tensor(full / 2, dtype::fp32), dtype::fp32, {no_slot, no_slot, no_slot});
     product.cublas_forward = true;
     const tensor_slot freqs = b.push(product);
+    b.keep_until_op_returns(freqs);
     if (b.m.attention.rotation == rotary_style::complex_fp32) {
         // DeepSeek-V2: torch.polar(torch.ones_like(freqs), freqs) * attention_scaling,
         // complex64 (fp32's bytes twice over); the table stays complex.
-        b.keep_until_op_returns(freqs);
         const tensor_slot ones =
             b.compute("ones_like", b.tensor(full / 2, dtype::fp32), dtype::fp32, {no_slot, no_slot, no_slot}, 0);
-        const tensor_slot polar = b.compute("polar", b.tensor(full, dtype::fp32), dtype::fp32, {ones, freqs, no_slot}, 0);
+        const tensor_slot polar =
+            b.compute("polar", b.tensor(full, dtype::fp32), dtype::fp32, {ones, freqs, no_slot}, 0);
         const tensor_slot table = b.pointwise("mul", polar, full);
         b.at(table).base_model_scoped = true;
         return table;
     }
     const tensor_slot emb = b.compute("cat", b.tensor(full, dtype::fp32), dtype::fp32, {freqs, no_slot, no_slot}, 0);
-    b.keep_until_op_returns(freqs);
     b.keep_until_op_returns(emb);
     tensor_slot scaled[2];
     for (std::size_t i = 0; i < 2; ++i) {
